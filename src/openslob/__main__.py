@@ -1,0 +1,3 @@
+from openslob.cli import main
+
+main()

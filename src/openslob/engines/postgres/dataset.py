@@ -1,0 +1,424 @@
+"""The SLOB data set on PostgreSQL: DDL, parallel load, bookkeeping, repair.
+
+Shape (per schema userN):
+  cf1(custid bigint, c2..c20 text)  SCALE rows, exactly one row per 8 KiB heap page
+  cf2(same columns)                 SCAN_TABLE_SZ rows, unindexed, for full scans
+One row per page comes from fillfactor=10 with a row wider than 10 % of a page: a page that
+already holds a row never has the 90 % free space a second insert would need, yet the HOT
+update of a row fits beside it, so updates keep the layout. Rows stay under the 2 KB TOAST
+threshold and the pad columns are STORAGE PLAIN: PostgreSQL never compresses or moves them.
+Padding is sha512 output in hex, a function of (seed, schema, key, column): reproducible,
+different in every row, and useless to compression or dedupe in the storage below.
+Keys are inserted in the order of hashint8extended(key, per-schema seed): each schema gets its
+own shuffle, so a WORK_UNIT range of keys lands on ~WORK_UNIT random pages in every schema.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+
+from openslob.engines.base import ProgressCallback, SetupResult, TableLoad
+from openslob.errors import SetupError
+
+BLOCK_SIZE = 8192
+# Bump when the table layout changes: setup then rebuilds data made by older versions.
+LAYOUT_VERSION = 1
+PAD_COLUMNS = tuple(f"c{i}" for i in range(2, 21))  # SLOB's CF1 has c2..c20
+PAD_CHARS = 96  # 19 x 97 B + tuple header ~ 1.9 KB: > 819 B (10 % page), < 2032 B (TOAST)
+META_SCHEMA = "openslob"
+META_TABLE = "datasets"
+LOADER_APP = "openslob-load"
+
+
+def schema_name(index: int) -> str:
+    return f"user{index}"
+
+
+def schema_seed(seed: int, schema_index: int) -> int:
+    """Independent, reproducible seed per schema (a large odd multiplier spreads them)."""
+    return (seed * 1_000_003 + schema_index * 7_919) % (1 << 62)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What one table of the data set must hold."""
+
+    schema: str
+    table: str  # "cf1" | "cf2"
+    rows: int
+    seed: int
+
+    @property
+    def indexed(self) -> bool:
+        return self.table == "cf1"
+
+    def key(self) -> dict[str, object]:
+        return {"rows": self.rows, "seed": self.seed, "layout": LAYOUT_VERSION}
+
+
+def wanted_tables(schemas: int, scale: int, scan_rows: int, seed: int) -> list[TableSpec]:
+    specs: list[TableSpec] = []
+    for index in range(1, schemas + 1):
+        name = schema_name(index)
+        specs.append(TableSpec(name, "cf1", scale, schema_seed(seed, index)))
+        if scan_rows > 0:
+            specs.append(TableSpec(name, "cf2", scan_rows, schema_seed(seed, index)))
+    return specs
+
+
+# ------------------------------------------------------------------------------- SQL
+
+
+def _pad_expressions() -> sql.Composable:
+    """c2..c20 values for key k: left(hex(sha512(k*32+column || salt)), 96)."""
+    parts = [
+        sql.SQL("left(encode(sha512(int8send(k * 32 + {col}) || salt), 'hex'), {n})").format(
+            col=sql.Literal(col_no), n=sql.Literal(PAD_CHARS)
+        )
+        for col_no in range(2, 2 + len(PAD_COLUMNS))
+    ]
+    return sql.SQL(", ").join(parts)
+
+
+def create_table_sql(spec: TableSpec) -> list[sql.Composed]:
+    table = sql.Identifier(spec.schema, spec.table)
+    columns = sql.SQL(", ").join(
+        sql.SQL("{} text NOT NULL").format(sql.Identifier(c)) for c in PAD_COLUMNS
+    )
+    storage = sql.SQL(", ").join(
+        sql.SQL("ALTER COLUMN {} SET STORAGE PLAIN").format(sql.Identifier(c)) for c in PAD_COLUMNS
+    )
+    return [
+        sql.SQL("DROP TABLE IF EXISTS {}").format(table),
+        sql.SQL(
+            "CREATE TABLE {} (custid bigint NOT NULL, {}) "
+            "WITH (fillfactor = 10, autovacuum_enabled = false)"
+        ).format(table, columns),
+        sql.SQL("ALTER TABLE {} {}").format(table, storage),
+    ]
+
+
+def load_chunk_sql(spec: TableSpec) -> sql.Composed:
+    """Insert keys first, first+step, ... in this schema's shuffled order.
+
+    The shuffle sorts bare keys in a subquery (OFFSET 0 keeps it from being flattened) so the
+    wide padding is computed after the sort and never spills to disk with it.
+    """
+    return sql.SQL(
+        "INSERT INTO {table} (custid, {cols}) "
+        "SELECT k, {pads} FROM ("
+        "  SELECT k FROM generate_series(%(first)s::bigint, %(last)s::bigint, %(step)s::bigint) k"
+        "  ORDER BY hashint8extended(k, %(seed)s::bigint) OFFSET 0"
+        ") keys, (SELECT int8send(%(seed)s::bigint) AS salt) s"
+    ).format(
+        table=sql.Identifier(spec.schema, spec.table),
+        cols=sql.SQL(", ").join(map(sql.Identifier, PAD_COLUMNS)),
+        pads=_pad_expressions(),
+    )
+
+
+META_DDL = sql.SQL(
+    "CREATE SCHEMA IF NOT EXISTS {schema};"
+    "CREATE TABLE IF NOT EXISTS {meta} ("
+    "  schema_name text NOT NULL, table_name text NOT NULL,"
+    "  rows bigint NOT NULL, seed bigint NOT NULL, layout int NOT NULL,"
+    "  status text NOT NULL, started_at timestamptz, finished_at timestamptz,"
+    "  load_seconds float8, PRIMARY KEY (schema_name, table_name))"
+).format(schema=sql.Identifier(META_SCHEMA), meta=sql.Identifier(META_SCHEMA, META_TABLE))
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+class DatasetLoader:
+    """Creates or repairs the SLOB tables with LOAD_PARALLEL_DEGREE concurrent streams."""
+
+    def __init__(self, conninfo: str) -> None:
+        self.conninfo = conninfo
+        self._active: list[psycopg.Connection] = []
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+        self._started: dict[TableSpec, float] = {}
+
+    @contextmanager
+    def _connection(self, application_name: str) -> Iterator[psycopg.Connection]:
+        conn = psycopg.connect(self.conninfo, autocommit=True, application_name=application_name)
+        with self._lock:
+            self._active.append(conn)
+        try:
+            yield conn
+        finally:
+            with self._lock:
+                self._active.remove(conn)
+            conn.close()
+
+    def cancel(self) -> None:
+        """Cancel every statement in flight (called from another thread on Ctrl-C)."""
+        self._cancelled.set()
+        with self._lock:
+            for conn in list(self._active):
+                try:
+                    conn.cancel_safe(timeout=5)
+                except (psycopg.Error, AttributeError):
+                    conn.cancel()
+
+    # -- decisions
+
+    def _current(self, conn: psycopg.Connection) -> dict[tuple[str, str], dict[str, object]]:
+        conn.execute(META_DDL)
+        rows = conn.execute(
+            sql.SQL("SELECT schema_name, table_name, rows, seed, layout, status FROM {}").format(
+                sql.Identifier(META_SCHEMA, META_TABLE)
+            )
+        ).fetchall()
+        return {
+            (r[0], r[1]): {"rows": r[2], "seed": r[3], "layout": r[4], "status": r[5]} for r in rows
+        }
+
+    def _still_valid(self, conn: psycopg.Connection, spec: TableSpec, meta: dict) -> bool:
+        """Cheap check that a table recorded complete is still what the spec asks for."""
+        if meta.get("status") != "complete" or {k: meta[k] for k in spec.key()} != spec.key():
+            return False
+        row = conn.execute(
+            "SELECT pg_relation_size(c.oid) / current_setting('block_size')::int,"
+            "  (SELECT bool_and(i.indisvalid AND i.indisready) FROM pg_index i"
+            "    WHERE i.indrelid = c.oid)"
+            " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relname = %s",
+            [spec.schema, spec.table],
+        ).fetchone()
+        if row is None:
+            return False
+        pages, index_ok = row
+        return pages == spec.rows and (index_ok is True if spec.indexed else True)
+
+    def plan(self, specs: list[TableSpec]) -> tuple[list[TableSpec], list[TableSpec]]:
+        """Split the wanted tables into (to load, already valid)."""
+        with self._connection(LOADER_APP) as conn:
+            current = self._current(conn)
+            todo, valid = [], []
+            for spec in specs:
+                meta = current.get((spec.schema, spec.table), {})
+                (valid if self._still_valid(conn, spec, meta) else todo).append(spec)
+        return todo, valid
+
+    # -- doing
+
+    def load(
+        self,
+        specs: list[TableSpec],
+        degree: int,
+        progress: ProgressCallback | None = None,
+    ) -> SetupResult:
+        """Load what is missing or stale with exactly `degree` concurrent streams.
+
+        Every table is split into key strides (first, first+step, ...); one pool runs all
+        strides of all tables, and a table's index build and vacuum are queued behind its
+        last stride, so the pool stays busy from the first row to the last.
+        """
+        started = time.monotonic()
+        todo, valid = self.plan(specs)
+        result = SetupResult(tables=[self._describe_valid(spec) for spec in valid])
+        if todo:
+            for spec in todo:
+                self._prepare_table(spec)
+            loaded = self._run_pool(todo, degree, progress)
+            result.tables += [loaded[spec] for spec in todo]
+        result.seconds = time.monotonic() - started
+        return result
+
+    def _run_pool(
+        self, todo: list[TableSpec], degree: int, progress: ProgressCallback | None
+    ) -> dict[TableSpec, TableLoad]:
+        total_rows = sum(spec.rows for spec in todo)
+        strides = {spec: max(1, min(degree, spec.rows // 1000)) for spec in todo}
+        remaining = dict(strides)
+        loaded: dict[TableSpec, TableLoad] = {}
+        with ThreadPoolExecutor(max_workers=degree, thread_name_prefix="slob-load") as pool:
+            pending: dict[Future, tuple[str, TableSpec]] = {}
+            for spec in todo:
+                for first in range(1, strides[spec] + 1):
+                    future = pool.submit(self._load_stride, spec, first, strides[spec])
+                    pending[future] = ("stride", spec)
+            try:
+                while pending:
+                    done, _ = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
+                    for future in done:
+                        kind, spec = pending.pop(future)
+                        outcome = future.result()  # re-raises a loader's error here
+                        if kind == "finish":
+                            loaded[spec] = outcome
+                            continue
+                        remaining[spec] -= 1
+                        if remaining[spec] == 0:
+                            finish = pool.submit(self._finish_table, spec)
+                            pending[finish] = ("finish", spec)
+                    if progress:
+                        progress(self._rows_on_disk(todo, loaded), total_rows)
+            except BaseException:
+                self.cancel()
+                for future in pending:
+                    future.cancel()
+                raise
+        return loaded
+
+    def _prepare_table(self, spec: TableSpec) -> None:
+        """Mark the table 'loading' first: an interruption from here on is seen as such."""
+        with self._connection(LOADER_APP) as conn:
+            self._terminate_stale_loaders(conn, self._app(spec))
+            self._mark(conn, spec, "loading")
+            conn.execute(
+                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(spec.schema))
+            )
+            for statement in create_table_sql(spec):
+                conn.execute(statement)
+
+    @staticmethod
+    def _app(spec: TableSpec) -> str:
+        return f"{LOADER_APP} {spec.schema}.{spec.table}"
+
+    def _rows_on_disk(self, todo: list[TableSpec], loaded: dict[TableSpec, TableLoad]) -> int:
+        """Rows loaded so far = pages on disk (one row per page), capped per table."""
+        done = sum(spec.rows for spec in loaded)
+        busy = [spec for spec in todo if spec not in loaded]
+        if not busy:
+            return done
+        try:
+            with psycopg.connect(self.conninfo, autocommit=True) as conn:
+                for spec in busy:
+                    pages = conn.execute(
+                        "SELECT coalesce(pg_relation_size(to_regclass(%s)), 0)"
+                        " / current_setting('block_size')::int",
+                        [f"{spec.schema}.{spec.table}"],
+                    ).fetchone()[0]
+                    done += min(int(pages), spec.rows)
+        except psycopg.Error:
+            pass  # progress is cosmetic; the load itself reports real errors
+        return done
+
+    def _load_stride(self, spec: TableSpec, first: int, step: int) -> None:
+        if self._cancelled.is_set():
+            raise SetupError("setup interrupted")
+        with self._lock:
+            self._started.setdefault(spec, time.monotonic())
+        with self._connection(self._app(spec)) as conn:
+            self._session_settings(conn)
+            conn.execute(
+                load_chunk_sql(spec),
+                {"first": first, "last": spec.rows, "step": step, "seed": spec.seed},
+            )
+
+    def _finish_table(self, spec: TableSpec) -> TableLoad:
+        """Index, vacuum, and record the table complete."""
+        if self._cancelled.is_set():
+            raise SetupError("setup interrupted")
+        with self._connection(self._app(spec)) as conn:
+            self._session_settings(conn)
+            table = sql.Identifier(spec.schema, spec.table)
+            if spec.indexed:
+                conn.execute(
+                    sql.SQL("CREATE UNIQUE INDEX {} ON {} (custid)").format(
+                        sql.Identifier(f"{spec.table}_custid"), table
+                    )
+                )
+            # Sets hint bits and the visibility map now, so that the first read of each page
+            # during a run does not dirty it (a read-only test must not write).
+            conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(table))
+            seconds = time.monotonic() - self._started[spec]
+            self._mark(conn, spec, "complete", seconds)
+            pages = self._pages(conn, spec)
+        return TableLoad(
+            spec.schema, spec.table, spec.rows, pages, pages * BLOCK_SIZE, seconds, "loaded"
+        )
+
+    @staticmethod
+    def _session_settings(conn: psycopg.Connection) -> None:
+        conn.execute("SET work_mem = '256MB'")
+        conn.execute("SET maintenance_work_mem = '512MB'")
+        conn.execute("SET synchronous_commit = off")  # loads are redone if interrupted
+        if conn.info.server_version >= 140000:
+            # A loader whose client died (Ctrl-C, kill) must not run on for minutes.
+            conn.execute("SET client_connection_check_interval = '1s'")
+
+    @staticmethod
+    def _terminate_stale_loaders(conn: psycopg.Connection, app: str) -> None:
+        """Backends of an interrupted earlier setup may still be loading this table."""
+        conn.execute(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+            " WHERE application_name = %s AND pid <> pg_backend_pid()",
+            [app],
+        )
+
+    def _mark(
+        self, conn: psycopg.Connection, spec: TableSpec, status: str, seconds: float | None = None
+    ) -> None:
+        conn.execute(META_DDL)
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {} AS d (schema_name, table_name, rows, seed, layout, status,"
+                "  started_at, load_seconds)"
+                " VALUES (%s, %s, %s, %s, %s, %s, now(), %s)"
+                " ON CONFLICT (schema_name, table_name) DO UPDATE SET"
+                "  rows = excluded.rows, seed = excluded.seed, layout = excluded.layout,"
+                "  status = excluded.status, load_seconds = excluded.load_seconds,"
+                "  started_at = CASE WHEN excluded.status = 'loading'"
+                "    THEN excluded.started_at ELSE d.started_at END,"
+                "  finished_at = CASE WHEN excluded.status = 'complete' THEN now() END"
+            ).format(sql.Identifier(META_SCHEMA, META_TABLE)),
+            [spec.schema, spec.table, spec.rows, spec.seed, LAYOUT_VERSION, status, seconds],
+        )
+
+    def _pages(self, conn: psycopg.Connection, spec: TableSpec) -> int:
+        return int(
+            conn.execute(
+                "SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int",
+                [f"{spec.schema}.{spec.table}"],
+            ).fetchone()[0]
+        )
+
+    def _describe_valid(self, spec: TableSpec) -> TableLoad:
+        with self._connection(LOADER_APP) as conn:
+            pages = self._pages(conn, spec)
+        return TableLoad(spec.schema, spec.table, spec.rows, pages, pages * BLOCK_SIZE, 0, "valid")
+
+    # -- listing and dropping
+
+    def existing_schemas(self) -> list[str]:
+        """Schemas that setup recorded, in natural order (user2 before user10)."""
+        with self._connection(LOADER_APP) as conn:
+            if (
+                conn.execute("SELECT to_regclass(%s)", [f"{META_SCHEMA}.{META_TABLE}"]).fetchone()[
+                    0
+                ]
+                is None
+            ):
+                return []
+            names = [
+                r[0]
+                for r in conn.execute(
+                    sql.SQL("SELECT DISTINCT schema_name FROM {}").format(
+                        sql.Identifier(META_SCHEMA, META_TABLE)
+                    )
+                )
+            ]
+        return sorted(names, key=lambda n: (len(n), n))
+
+    def drop_all(self) -> list[str]:
+        schemas = self.existing_schemas()
+        with self._connection(LOADER_APP) as conn:
+            for name in schemas:
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name))
+                )
+            conn.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(META_SCHEMA))
+            )
+        return schemas

@@ -1,0 +1,112 @@
+"""PostgreSQL behind the Engine interface."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from openslob.engines.base import Check, Engine, ProgressCallback, SetupResult, VerifyResult
+from openslob.engines.postgres.dataset import DatasetLoader, TableSpec, wanted_tables
+from openslob.engines.postgres.verify import TableVerifier, amcheck_available
+from openslob.errors import SetupError
+from openslob.options import BLOCK_SIZE, Config
+from openslob.targets import redact
+
+MIN_SERVER_VERSION = 130000
+DESCRIBED_SETTINGS = (
+    "shared_buffers",
+    "max_connections",
+    "block_size",
+    "track_io_timing",
+    "track_wal_io_timing",
+    "synchronous_commit",
+    "fsync",
+    "full_page_writes",
+    "data_checksums",
+    "debug_io_direct",
+    "io_method",
+    "wal_level",
+    "max_wal_size",
+    "shared_preload_libraries",
+)
+
+
+def _specs(config: Config) -> list[TableSpec]:
+    return wanted_tables(
+        config["SCHEMAS"], config["SCALE"], config["SCAN_TABLE_SZ"], config["SEED"]
+    )
+
+
+class PostgresEngine(Engine):
+    name = "postgresql"
+
+    def __init__(self, conninfo: str) -> None:
+        self.conninfo = conninfo
+        self._loader = DatasetLoader(conninfo)
+
+    def _connect(self) -> psycopg.Connection:
+        try:
+            conn = psycopg.connect(self.conninfo, autocommit=True, application_name="openslob")
+        except psycopg.OperationalError as exc:
+            reason = str(exc).strip().splitlines()[-1]
+            raise SetupError(f"cannot connect to {redact(self.conninfo)}: {reason}") from exc
+        if conn.info.server_version < MIN_SERVER_VERSION:
+            conn.close()
+            raise SetupError(
+                f"PostgreSQL {conn.info.server_version // 10000} is too old (need 13 or later)"
+            )
+        block_size = int(conn.execute("SHOW block_size").fetchone()[0])
+        if block_size != BLOCK_SIZE:
+            conn.close()
+            raise SetupError(f"block_size is {block_size}; openslob's layout needs {BLOCK_SIZE}")
+        return conn
+
+    def describe(self) -> dict[str, Any]:
+        with self._connect() as conn:
+            version = conn.execute("SHOW server_version").fetchone()[0]
+            settings = dict(
+                conn.execute(
+                    "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)",
+                    [list(DESCRIBED_SETTINGS)],
+                ).fetchall()
+            )
+        return {
+            "name": self.name,
+            "version": version,
+            "target": redact(self.conninfo),
+            "settings": settings,
+        }
+
+    def setup(self, config: Config, progress: ProgressCallback | None = None) -> SetupResult:
+        self._connect().close()  # version and block size first, before anything is changed
+        specs = _specs(config)
+        result = self._loader.load(specs, config["LOAD_PARALLEL_DEGREE"], progress)
+        wanted = {spec.schema for spec in specs}
+        extra = [s for s in self._loader.existing_schemas() if s not in wanted]
+        if extra:
+            result.notes.append(
+                f"schemas {', '.join(extra)} from an earlier setup are left as they are; "
+                "`slob destroy` drops them"
+            )
+        return result
+
+    def verify(self, config: Config) -> VerifyResult:
+        specs = _specs(config)
+        checks: list[Check] = []
+        with self._connect() as conn:
+            verifier = TableVerifier(conn, amcheck_available(conn))
+            cf1 = [spec for spec in specs if spec.table == "cf1"]
+            for spec in specs:
+                reference = None
+                if spec.table == "cf1" and len(cf1) > 1:
+                    reference = cf1[1] if spec is cf1[0] else cf1[0]
+                checks += verifier.check(spec, reference)
+        return VerifyResult(checks)
+
+    def destroy(self) -> list[str]:
+        self._connect().close()
+        return self._loader.drop_all()
+
+    def cancel(self) -> None:
+        self._loader.cancel()

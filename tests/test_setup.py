@@ -1,0 +1,223 @@
+"""`slob setup`, `slob verify`, `slob destroy` against the real private server."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from openslob.engines.postgres.dataset import PAD_CHARS, PAD_COLUMNS
+from openslob.servers.embedded import EmbeddedServer
+
+from .conftest import slob_subprocess
+
+SMALL = ("--schemas", "3", "--scale", "3000", "--scan-table-sz", "40")
+
+
+def _relfilenodes(db: psycopg.Connection) -> dict[str, int]:
+    rows = db.execute(
+        "SELECT n.nspname || '.' || c.relname, c.relfilenode FROM pg_class c"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname ~ '^user[0-9]+$' AND c.relkind IN ('r', 'i')"
+    ).fetchall()
+    return dict(rows)
+
+
+def _page_of_key(db: psycopg.Connection, schema: str) -> dict[int, int]:
+    rows = db.execute(f"SELECT custid, (ctid::text::point)[0]::bigint FROM {schema}.cf1").fetchall()
+    return dict(rows)
+
+
+@pytest.fixture(scope="module")
+def small_dataset(server: EmbeddedServer):
+    """Load the small data set once for the read-only checks of this module."""
+    from click.testing import CliRunner
+
+    from openslob.cli import cli
+
+    result = CliRunner().invoke(
+        cli,
+        ["setup", *SMALL],
+        env={"SLOB_DATA_DIR": str(server.data_dir)},
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_setup_prints_load_summary(small_dataset: str) -> None:
+    assert "Load summary" in small_dataset
+    for schema in ("user1", "user2", "user3"):
+        assert schema in small_dataset
+    assert "MB/s" in small_dataset
+
+
+def test_exactly_one_row_per_page(small_dataset: str, db: psycopg.Connection) -> None:
+    for schema in ("user1", "user2", "user3"):
+        rows, pages_used, max_per_page, file_pages = db.execute(
+            f"SELECT count(*), count(DISTINCT (ctid::text::point)[0]),"
+            f" max(n), pg_relation_size('{schema}.cf1') / 8192"
+            f" FROM (SELECT ctid, count(*) OVER"
+            f" (PARTITION BY (ctid::text::point)[0]) n FROM {schema}.cf1) s"
+        ).fetchone()
+        assert rows == pages_used == file_pages == 3000
+        assert max_per_page == 1
+        scan_rows = db.execute(f"SELECT count(*) FROM {schema}.cf2").fetchone()[0]
+        assert scan_rows == 40
+
+
+def test_padding_is_plain_and_distinct(small_dataset: str, db: psycopg.Connection) -> None:
+    sizes, distinct, rows = db.execute(
+        "SELECT array_agg(DISTINCT pg_column_size(c2)), count(DISTINCT c2), count(*) FROM user1.cf1"
+    ).fetchone()
+    assert sizes == [PAD_CHARS + 1]  # 1-byte varlena header: stored as is, not compressed
+    assert distinct == rows
+    storage = db.execute(
+        "SELECT array_agg(DISTINCT attstorage) FROM pg_attribute"
+        " WHERE attrelid = 'user1.cf1'::regclass AND attname = ANY(%s)",
+        [list(PAD_COLUMNS)],
+    ).fetchone()[0]
+    assert storage == ["p"]
+
+
+def test_shuffles_are_random_and_independent(small_dataset: str, db: psycopg.Connection) -> None:
+    pages = {s: _page_of_key(db, s) for s in ("user1", "user2", "user3")}
+    keys = sorted(pages["user1"])
+    # A range of 64 consecutive keys spreads over ~64 pages far apart, in every schema.
+    for schema, page_of in pages.items():
+        window = [page_of[k] for k in range(1001, 1065)]
+        assert len(set(window)) == 64, schema
+        assert max(window) - min(window) > 3000 * 0.8, schema
+    # Independent shuffles: a key's page in user2 says nothing about its page in user1.
+    for other in ("user2", "user3"):
+        same = sum(pages["user1"][k] == pages[other][k] for k in keys)
+        assert same < 20, (other, same)  # ~1 expected by chance
+        (corr,) = db.execute(
+            f"SELECT corr(a.p::float8, b.p::float8) FROM"
+            f" (SELECT custid, (ctid::text::point)[0] p FROM user1.cf1) a JOIN"
+            f" (SELECT custid, (ctid::text::point)[0] p FROM {other}.cf1) b USING (custid)"
+        ).fetchone()
+        assert abs(corr) < 0.1
+
+
+def test_verify_passes_and_reports_checks(small_dataset: str, slob) -> None:
+    result = slob("verify", *SMALL)
+    assert result.exit_code == 0, result.output
+    for name in (
+        "rows per page",
+        "key/page correlation",
+        "index",
+        "page order vs user1",
+        "padding uncompressed",
+        "index vs heap",
+    ):
+        assert name in result.output
+    assert "all checks passed" in result.output
+
+
+def test_verify_fails_when_scale_differs(small_dataset: str, slob) -> None:
+    result = slob("verify", "--schemas", "3", "--scale", "4000", "--scan-table-sz", "40")
+    assert result.exit_code == 1
+    assert "FAIL" in result.output
+
+
+def test_verify_fails_on_damaged_layout(small_dataset: str, slob, db) -> None:
+    # Move one row next to another: now one page holds two rows and one key is gone.
+    db.execute("ALTER TABLE user3.cf1 SET (fillfactor = 100)")
+    db.execute("DELETE FROM user3.cf1 WHERE custid = 17")
+    try:
+        result = slob("verify", *SMALL, "--json")
+        assert result.exit_code == 1
+        assert '"ok": false' in result.output
+    finally:
+        db.execute("ALTER TABLE user3.cf1 SET (fillfactor = 10)")
+        # setup must notice the damage only through verify; force its repair path:
+        db.execute("UPDATE openslob.datasets SET status = 'damaged' WHERE schema_name = 'user3'")
+        repaired = slob("setup", *SMALL)
+        assert repaired.exit_code == 0, repaired.output
+        assert slob("verify", *SMALL).exit_code == 0
+
+
+def test_rerun_is_idempotent(small_dataset: str, slob, db) -> None:
+    before = _relfilenodes(db)
+    result = slob("setup", *SMALL)
+    assert result.exit_code == 0, result.output
+    assert "nothing to do" in result.output
+    assert _relfilenodes(db) == before  # not a single table or index rewritten
+
+
+def test_changed_scale_rebuilds_only_what_changed(small_dataset: str, slob, db) -> None:
+    before = _relfilenodes(db)
+    result = slob("setup", "--schemas", "3", "--scale", "3500", "--scan-table-sz", "40")
+    assert result.exit_code == 0, result.output
+    after = _relfilenodes(db)
+    assert after["user1.cf1"] != before["user1.cf1"]  # rebuilt for the new SCALE
+    assert after["user1.cf2"] == before["user1.cf2"]  # scan table unchanged, kept
+    assert (
+        slob("verify", "--schemas", "3", "--scale", "3500", "--scan-table-sz", "40").exit_code == 0
+    )
+    # and back, so the rest of the module sees the small data set again
+    assert slob("setup", *SMALL).exit_code == 0
+
+
+def test_interrupted_load_is_detected_and_repaired(server: EmbeddedServer, slob, db) -> None:
+    args = ("setup", "--schemas", "1", "--scale", "120000", "--scan-table-sz", "0", "--seed", "7")
+    proc = slob_subprocess(*args, data_dir=server.data_dir)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until the load is really under way
+        status = (
+            db.execute(
+                "SELECT status FROM openslob.datasets WHERE schema_name = 'user1'"
+                " AND table_name = 'cf1' AND rows = 120000"
+            ).fetchone()
+            if db.execute("SELECT to_regclass('openslob.datasets')").fetchone()[0]
+            else None
+        )
+        if (
+            status
+            and status[0] == "loading"
+            and db.execute(
+                "SELECT coalesce(pg_relation_size(to_regclass('user1.cf1')), 0)"
+            ).fetchone()[0]
+            > 0
+        ):
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr
+    loaders = db.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'openslob-load%'"
+    ).fetchone()[0]
+    assert loaders == 0  # Ctrl-C cancelled the server-side load
+    assert slob("verify", *args[1:]).exit_code == 1  # the half load is not mistaken for data
+    repaired = slob(*args)
+    assert repaired.exit_code == 0, repaired.output
+    assert "loaded" in repaired.output
+    assert slob("verify", *args[1:]).exit_code == 0
+    assert slob("setup", *SMALL).exit_code == 0  # restore the module's data set
+
+
+def test_invalid_value_touches_nothing(tmp_path: Path, slob) -> None:
+    never = tmp_path / "never-created"
+    result = slob("setup", "--scale", "10", data_dir=never)
+    assert result.exit_code == 2
+    assert "SCALE" in result.output and "10" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not never.exists()  # no server was even created
+
+
+def test_destroy_drops_schemas(server: EmbeddedServer, slob, db) -> None:
+    assert slob("setup", "--schemas", "1", "--scale", "500", "--scan-table-sz", "0").exit_code == 0
+    result = slob("destroy", "--yes")
+    assert result.exit_code == 0, result.output
+    assert "user1" in result.output
+    left = db.execute(
+        "SELECT count(*) FROM pg_namespace WHERE nspname ~ '^user[0-9]+$' OR nspname = 'openslob'"
+    ).fetchone()[0]
+    assert left == 0
+    assert slob("destroy", "--yes").output.strip() == "nothing to drop"
