@@ -369,6 +369,96 @@ def destroy(yes: bool, target: str, data_dir: Path | None) -> None:
     out.print(f"dropped {', '.join(dropped)}" if dropped else "nothing to drop")
 
 
+@cli.command(context_settings=CONTEXT)
+@add_options("run")
+@click.option(
+    "--results-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("slob-results"),
+    show_default=True,
+    help="Parent directory of the run directories.",
+)
+@click.option("--label", default=None, help="Label appended to the run directory name.")
+@target_option
+@data_dir_option
+@friendly_errors
+def run(
+    target: str, data_dir: Path | None, results_dir: Path, label: str | None, **params: Any
+) -> None:
+    """Run the SLOB work loop and write run.json, report.txt and timeseries.csv.
+
+    Each session runs the loop inside the database (one CALL for the warm-up, one for the
+    window). With no data set yet, a default one is created first (4 x 64 MB). Defaults:
+    4 sessions, UPDATE_PCT=20, WORK_UNIT=64, WARMUP=5 s, RUN_TIME=300 s.
+
+    \b
+    Examples:
+      slob run --run-time 60
+      slob run --sessions 16 --update-pct 0 --label readonly
+      slob run --conf ~/SLOB/slob.conf --schemas 8 --threads-per-schema 2
+    """
+    from openslob.benchmark import run_benchmark
+
+    config = config_from_click(params, "run")
+    _print_config_messages(config)
+    sessions = config["SESSIONS"] or config["SCHEMAS"] * config["THREADS_PER_SCHEMA"]
+    loops = config["WORK_LOOP"]
+    span = f"{loops:,} SLOBops per session" if loops else f"{config['RUN_TIME']:g} s"
+    err.print(
+        f"run: {sessions} sessions, UPDATE_PCT={config['UPDATE_PCT']}, "
+        f"warm-up {config['WARMUP']:g} s, window {span}",
+        highlight=False,
+    )
+
+    def progress(row: dict[str, Any]) -> None:
+        err.print(_progress_line(row), highlight=False, end="\r" if err.is_terminal else "\n")
+
+    run_dir, result = run_benchmark(
+        config,
+        target=target,
+        data_dir=data_dir,
+        results_parent=results_dir,
+        label=label,
+        notice=lambda msg: err.print(f"[dim]note:[/] {msg}", highlight=False),
+        progress=progress if err.is_terminal else None,
+    )
+    out.print((run_dir / "report.txt").read_text(), highlight=False, markup=False, end="")
+    out.print(f"results: {run_dir}", highlight=False)
+    if result["status"] != "complete":
+        err.print(f"run {result['status']}: {result.get('error')}", highlight=False)
+        sys.exit(130 if result["status"] == "interrupted" else 1)
+
+
+def _progress_line(row: dict[str, Any]) -> str:
+    def num(key: str, digits: int = 0) -> str:
+        value = row.get(key)
+        return "n/a" if value is None else f"{value:,.{digits}f}"
+
+    return (
+        f"{row['phase']:>6} {row['elapsed_s']:7.1f} s  ops/s {num('slobops_per_s')}  "
+        f"dev r/s {num('device_reads_per_s')} w/s {num('device_writes_per_s')}  "
+        f"MB/s {num('device_read_mb_per_s', 1)}/{num('device_write_mb_per_s', 1)}  "
+        f"db read {num('db_read_latency_us')} us  dev read {num('device_read_latency_us')} us"
+        f"  cpu {num('cpu_user_pct')}+{num('cpu_sys_pct')} %   "
+    )
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("run_dir", type=click.Path(exists=True, path_type=Path))
+@friendly_errors
+def report(run_dir: Path) -> None:
+    """Re-render the AWR-like text report of a run from its run.json.
+
+    \b
+    Example:
+      slob report slob-results/20261122T050000Z-readonly
+    """
+    from openslob.report.text import render_text
+    from openslob.results import load_run
+
+    click.echo(render_text(load_run(run_dir)), nl=False)
+
+
 def main() -> None:
     cli(prog_name="slob")
 

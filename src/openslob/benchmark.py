@@ -1,0 +1,159 @@
+"""`slob run` as a library call: target → data check → run → run directory."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from openslob import host
+from openslob.engines.base import ProgressCallback
+from openslob.engines.postgres.dataset import DatasetLoader, wanted_tables
+from openslob.engines.postgres.engine import PostgresEngine
+from openslob.engines.postgres.runner import PostgresRunBackend
+from openslob.engines.postgres.workload import install_procedures
+from openslob.errors import SetupError
+from openslob.options import BLOCK_SIZE, Config
+from openslob.report.text import render_text
+from openslob.results import build_run_json, run_directory, write_run
+from openslob.run import ProgressFn, RunController, external_script, session_schemas
+from openslob.targets import Target, resolve_target
+
+# Connections besides the work sessions: snapshots, sampler, waits, setup checks, slack.
+EXTRA_CONNECTIONS = 10
+
+Notice = Callable[[str], None]
+
+
+def needed_schemas(config: Config) -> list[str]:
+    schemas = sorted(set(session_schemas(config)), key=lambda n: (len(n), n))
+    if config["HOT_SCHEMA_FREQUENCY"] and "user1" not in schemas:
+        schemas.insert(0, "user1")
+    return schemas
+
+
+def ensure_capacity(target: Target, sessions: int, notice: Notice) -> None:
+    """Raise the private server's max_connections when the run needs more."""
+    if target.server is None:
+        return
+    wanted = sessions + EXTRA_CONNECTIONS
+    info = target.server.status()
+    current = int((info.settings or {}).get("max_connections", 0))
+    if current < wanted:
+        notice(
+            f"restarting the private server with max_connections={wanted} "
+            f"(was {current}) for {sessions} sessions"
+        )
+        target.server.start(max_connections=wanted)
+
+
+def ensure_data(
+    engine: PostgresEngine,
+    config: Config,
+    schemas: list[str],
+    notice: Notice,
+    setup_progress: ProgressCallback | None,
+) -> None:
+    """Use the data set as loaded; create the default one only when there is none at all."""
+    loader = DatasetLoader(engine.conninfo)
+    scan_rows = config["SCAN_TABLE_SZ"]
+    specs = [
+        s
+        for s in wanted_tables(config["SCHEMAS"], config["SCALE"], scan_rows, config["SEED"])
+        if s.schema in schemas
+    ]
+    if not config["SCAN_PCT"]:
+        specs = [s for s in specs if s.table == "cf1"]
+    todo, _ = loader.plan(specs)
+    if not todo:
+        return
+    if not loader.existing_schemas():
+        size_mb = config["SCHEMAS"] * (config["SCALE"] + scan_rows) * BLOCK_SIZE / 2**20
+        notice(
+            f"no SLOB data set yet: creating {config['SCHEMAS']} schemas x "
+            f"{config['SCALE']:,} rows ({size_mb:,.0f} MB) first"
+        )
+        engine.setup(config, setup_progress)
+        return
+    names = ", ".join(f"{s.schema}.{s.table}" for s in todo[:4])
+    raise SetupError(
+        f"the data set does not match this run ({names}{' ...' if len(todo) > 4 else ''} "
+        f"not loaded with SCALE={config['SCALE']}, SCAN_TABLE_SZ={scan_rows}, "
+        f"SEED={config['SEED']}); run `slob setup` with the same parameters first"
+    )
+
+
+def local_server(target: Target, settings: dict[str, str]) -> tuple[str | None, int | None]:
+    """(data directory, postmaster pid) when the server runs on this host, else (None, None)."""
+    if target.server is not None:
+        state = target.server.status()
+        return str(target.server.pgdata), state.pid
+    data_dir = settings.get("data_directory")
+    if not data_dir:
+        return None, None
+    try:
+        pid = int(Path(data_dir, "postmaster.pid").read_text().split()[0])
+        os.kill(pid, 0)
+    except (OSError, ValueError, IndexError):
+        return None, None
+    return data_dir, pid
+
+
+def run_benchmark(
+    config: Config,
+    *,
+    target: str | None,
+    data_dir: Path | None,
+    results_parent: Path,
+    label: str | None = None,
+    notice: Notice = lambda _msg: None,
+    progress: ProgressFn | None = None,
+    setup_progress: ProgressCallback | None = None,
+) -> tuple[Path, dict[str, Any]]:
+    resolved = resolve_target(target, data_dir)
+    sessions = len(session_schemas(config))
+    ensure_capacity(resolved, sessions, notice)
+    engine = PostgresEngine(resolved.conninfo)
+    description = engine.describe()
+    schemas = needed_schemas(config)
+    ensure_data(engine, config, schemas, notice, setup_progress)
+    with engine._connect() as conn:
+        install_procedures(conn, schemas)
+    run_dir = run_directory(results_parent, label)
+    backend = PostgresRunBackend(resolved.conninfo, f"openslob-run {run_dir.name}")
+    settings = backend.settings()
+    local_data_dir, server_pid = local_server(resolved, settings)
+    devices = host.devices_for_path(local_data_dir) if local_data_dir else []
+    host_info = host.host_info(local_data_dir or "/")
+    if not local_data_dir:
+        host_info["devices"] = []
+    notes = [] if settings.get("track_io_timing") == "on" else ["track_io_timing=off"]
+    script_env = {"SLOB_RUN_DIR": str(run_dir), "SLOB_SESSIONS": str(sessions)}
+    controller = RunController(
+        config,
+        backend,
+        devices=devices,
+        server_pid=server_pid,
+        progress=progress,
+        script_env=script_env,
+    )
+    controller.record.notes.extend(notes)
+    record = controller.run()
+    profile = resolved.server.status().profile if resolved.server else None
+    run = build_run_json(
+        record=record,
+        config=config,
+        engine=description,
+        settings=settings,
+        host_info=host_info,
+        profile=profile,
+        label=label,
+        devices_local=bool(local_data_dir),
+    )
+    write_run(run_dir, run, record.timeseries)
+    (run_dir / "report.txt").write_text(render_text(run))
+    error = external_script(config["EXTERNAL_SCRIPT"], "end", script_env)
+    if error:
+        notice(error)
+    return run_dir, run

@@ -1,0 +1,141 @@
+"""What the engine-independent run lifecycle needs from PostgreSQL.
+
+Work sessions are async connections (hundreds start in parallel from one thread). Monitor
+connections are synchronous, each used by one sampler thread, and each stays inside one open
+read-only transaction for the whole run: their queries then add no commits to the window's
+pg_stat_database counts (pg_stat_clear_snapshot() keeps each read fresh), and a transaction
+without an xid holds back no vacuum horizon.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from openslob.engines.postgres import stats
+from openslob.engines.postgres.workload import SESSION_SETTINGS, call_statement
+
+CONNECT_TIMEOUT_S = 30
+
+
+@dataclass
+class WorkSession:
+    id: int
+    schema: str
+    conn: psycopg.AsyncConnection
+    pid: int
+
+
+class Monitor:
+    """One sampler's connection: snapshots, live loop counters, wait samples."""
+
+    def __init__(self, conninfo: str, application_name: str) -> None:
+        self.conn = psycopg.connect(
+            conninfo,
+            autocommit=False,
+            application_name=application_name,
+            connect_timeout=CONNECT_TIMEOUT_S,
+        )
+        self.conn.read_only = True
+        self.with_statements = stats.has_statements(self.conn)
+
+    def snapshot(self) -> stats.Snapshot:
+        return stats.take_snapshot(self.conn, with_statements=self.with_statements)
+
+    def loop_counters(self) -> dict[str, float] | None:
+        if not self.with_statements:
+            return None
+        return stats.loop_counters(stats.statements(self.conn))
+
+    def waits(self, application_name: str) -> dict[str, int]:
+        self.conn.execute("SELECT pg_stat_clear_snapshot()")
+        rows = self.conn.execute(stats.WAIT_SAMPLE_SQL, [application_name]).fetchall()
+        return {event: int(count) for event, count in rows}
+
+    def close(self) -> None:
+        try:
+            self.conn.rollback()
+        finally:
+            self.conn.close()
+
+
+class PostgresRunBackend:
+    def __init__(self, conninfo: str, application_name: str) -> None:
+        self.conninfo = conninfo
+        self.application_name = application_name
+
+    async def open_session(self, session_id: int, schema: str) -> WorkSession:
+        conn = await psycopg.AsyncConnection.connect(
+            self.conninfo,
+            autocommit=True,
+            application_name=self.application_name,
+            connect_timeout=CONNECT_TIMEOUT_S,
+        )
+        await conn.execute("; ".join(SESSION_SETTINGS))
+        return WorkSession(session_id, schema, conn, conn.info.backend_pid)
+
+    async def call(self, session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:
+        cur = await session.conn.execute(call_statement(session.schema), [json.dumps(conf)])
+        row = await cur.fetchone()
+        return row[0] if row else {}
+
+    async def cancel(self, session: WorkSession) -> None:
+        with contextlib.suppress(psycopg.Error, OSError):
+            await session.conn.cancel_safe(timeout=3)
+
+    @staticmethod
+    def cancel_now(session: WorkSession) -> None:
+        """Synchronous cancel request, for the second Ctrl-C that exits at once."""
+        with contextlib.suppress(psycopg.Error, OSError, AttributeError):
+            session.conn.pgconn.get_cancel().cancel()
+
+    async def close(self, session: WorkSession) -> None:
+        with contextlib.suppress(psycopg.Error, OSError):
+            await session.conn.close()
+
+    def monitor(self, role: str) -> Monitor:
+        return Monitor(self.conninfo, f"{self.application_name} {role}")
+
+    def terminate_leftovers(self) -> int:
+        """Backends of this run still alive after it ended (must be none); kill them."""
+        try:
+            with psycopg.connect(
+                self.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
+            ) as conn:
+                rows = conn.execute(
+                    "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
+                    " WHERE application_name = %s AND pid <> pg_backend_pid()",
+                    [self.application_name],
+                ).fetchall()
+        except psycopg.Error:
+            return 0
+        return len(rows)
+
+    def settings(self) -> dict[str, str]:
+        """Settings the run's figures depend on (timing on/off, cache size, data dir)."""
+        with psycopg.connect(self.conninfo, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+            rows = conn.execute(
+                "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)",
+                [list(_RUN_SETTINGS)],
+            ).fetchall()
+            (shared_buffers,) = conn.execute(
+                "SELECT setting::bigint * current_setting('block_size')::bigint"
+                " FROM pg_settings WHERE name = 'shared_buffers'"
+            ).fetchone()
+        return {**dict(rows), "shared_buffers_bytes": str(shared_buffers)}
+
+
+_RUN_SETTINGS = (
+    "track_io_timing",
+    "track_wal_io_timing",
+    "shared_buffers",
+    "max_connections",
+    "data_directory",
+    "block_size",
+    "debug_io_direct",
+)

@@ -1,0 +1,367 @@
+"""PostgreSQL statistics: AWR-like snapshots, their deltas, live counters, wait samples.
+
+Version notes (a figure the server cannot give is None, never 0):
+- pg_stat_io exists from 16; from 18 it counts read *operations* (several blocks when reads
+  are combined) with read_bytes/write_bytes, and holds WAL I/O (object 'wal': writes, fsyncs
+  and their times) that pg_stat_wal carried up to 17.
+- pg_stat_wal's wal_sync/wal_sync_time exist in 14-17; pg_stat_checkpointer from 17.
+- pg_stat_statements renamed blk_read_time to shared_blk_read_time in 17.
+Backends publish pg_stat_io / pg_stat_database / pg_stat_wal counts only when a statement
+ends, so during a run the live time series reads pg_stat_statements (updated as each nested
+statement of the work loop ends) and the snapshots are taken between the loop's CALLs.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+Snapshot = dict[str, Any]
+
+_DB_COLUMNS = (
+    "xact_commit",
+    "xact_rollback",
+    "blks_read",
+    "blks_hit",
+    "tup_returned",
+    "tup_fetched",
+    "tup_inserted",
+    "tup_updated",
+    "tup_deleted",
+    "temp_files",
+    "temp_bytes",
+    "deadlocks",
+    "blk_read_time",
+    "blk_write_time",
+)
+_DB_COLUMNS_14 = ("session_time", "active_time", "idle_in_transaction_time")
+
+
+def _as_float(value: Any) -> Any:
+    """Counters arrive as int, float or Decimal (numeric columns): all become float."""
+    if isinstance(value, bool):
+        return value
+    return float(value) if isinstance(value, int | float | Decimal) else value
+
+
+def _numeric(row: dict[str, Any] | None) -> dict[str, float | None]:
+    if row is None:
+        return {}
+    # Counters only: timestamps such as stats_reset are not deltas.
+    return {
+        k: (float(v) if v is not None else None)
+        for k, v in row.items()
+        if v is None or isinstance(v, int | float | Decimal)
+    }
+
+
+def take_snapshot(conn: psycopg.Connection, *, with_statements: bool = True) -> Snapshot:
+    """Every cumulative counter a report needs, read in one go (same transaction time)."""
+    version = conn.info.server_version
+    cur = conn.cursor(row_factory=dict_row)
+    cur.execute("SELECT pg_stat_clear_snapshot()")
+    snap: Snapshot = {"server_version": version}
+    columns = _DB_COLUMNS + (_DB_COLUMNS_14 if version >= 140000 else ())
+    cur.execute(
+        f"SELECT clock_timestamp() AS taken_at, {', '.join(columns)}"
+        " FROM pg_stat_database WHERE datname = current_database()"
+    )
+    row = cur.fetchone() or {}
+    snap["taken_at"] = row.pop("taken_at").isoformat() if row else None
+    snap["database"] = _numeric(row)
+    snap["io"] = _io(cur, version)
+    snap["wal"] = (
+        _numeric(cur.execute("SELECT * FROM pg_stat_wal").fetchone())
+        if (version >= 140000)
+        else None
+    )
+    if snap["wal"] is not None:
+        snap["wal"].pop("stats_reset", None)
+    snap["bgwriter"] = _numeric(
+        _drop_timestamps(cur.execute("SELECT * FROM pg_stat_bgwriter").fetchone())
+    )
+    snap["checkpointer"] = (
+        _numeric(_drop_timestamps(cur.execute("SELECT * FROM pg_stat_checkpointer").fetchone()))
+        if version >= 170000
+        else None
+    )
+    snap["statements"] = statements(conn) if with_statements else None
+    return snap
+
+
+def _drop_timestamps(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {k: v for k, v in row.items() if not k.endswith("reset")}
+
+
+def _io(cur: psycopg.Cursor, version: int) -> list[dict[str, Any]] | None:
+    if version < 160000:
+        return None
+    byte_columns = (
+        "read_bytes, write_bytes"
+        if version >= 180000
+        else ("reads * op_bytes AS read_bytes, writes * op_bytes AS write_bytes")
+    )
+    cur.execute(
+        "SELECT backend_type, object, context, reads, read_time, writes, write_time,"
+        f" extends, hits, evictions, fsyncs, fsync_time, {byte_columns} FROM pg_stat_io"
+    )
+    return [{k: _as_float(v) for k, v in r.items()} for r in cur.fetchall()]
+
+
+def has_statements(conn: psycopg.Connection) -> bool:
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements')"
+        " AND current_setting('shared_preload_libraries') ~ 'pg_stat_statements'"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+_STATEMENT_CLASS = (
+    (re.compile(r"^\s*UPDATE\s", re.I), "update"),
+    (re.compile(r"\.\"?cf2\"?", re.I), "scan"),
+    (re.compile(r"\.\"?cf1\"?", re.I), "select"),
+)
+
+
+def classify(query: str) -> str | None:
+    """Which SLOBop a pg_stat_statements entry belongs to (None: not the work loop)."""
+    if "user" not in query or ("custid" not in query and "cf2" not in query):
+        return None
+    for pattern, kind in _STATEMENT_CLASS:
+        if pattern.search(query):
+            return kind
+    return None
+
+
+def statements(conn: psycopg.Connection) -> list[dict[str, Any]] | None:
+    """pg_stat_statements rows of this database, or None without the extension."""
+    if not has_statements(conn):
+        return None
+    version = conn.info.server_version
+    read_time = "shared_blk_read_time" if version >= 170000 else "blk_read_time"
+    exec_time = "total_exec_time" if version >= 130000 else "total_time"
+    cur = conn.cursor(row_factory=dict_row)
+    cur.execute(
+        f"SELECT queryid::text AS queryid, left(query, 200) AS query, calls,"
+        f" {exec_time} AS total_exec_time, rows, shared_blks_hit, shared_blks_read,"
+        f" shared_blks_dirtied, shared_blks_written, {read_time} AS read_time_ms,"
+        " wal_records, wal_fpi, wal_bytes"
+        " FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database"
+        " WHERE datname = current_database()) AND toplevel IS NOT NULL"
+        if version >= 140000
+        else f"SELECT queryid::text AS queryid, left(query, 200) AS query, calls,"
+        f" {exec_time} AS total_exec_time, rows, shared_blks_hit, shared_blks_read,"
+        f" shared_blks_dirtied, shared_blks_written, {read_time} AS read_time_ms,"
+        " wal_records, wal_fpi, wal_bytes FROM pg_stat_statements WHERE dbid ="
+        " (SELECT oid FROM pg_database WHERE datname = current_database())"
+    )
+    rows = []
+    for r in cur.fetchall():
+        r = {k: (v if k == "queryid" else _as_float(v)) for k, v in r.items()}
+        r["slobop"] = classify(r["query"])
+        rows.append(r)
+    return rows
+
+
+def loop_counters(rows: list[dict[str, Any]] | None) -> dict[str, float] | None:
+    """Totals over the work loop's statements: the live source of the time series."""
+    if rows is None:
+        return None
+    totals = {
+        "calls_select": 0.0,
+        "calls_update": 0.0,
+        "calls_scan": 0.0,
+        "blks_hit": 0.0,
+        "blks_read": 0.0,
+        "read_time_ms": 0.0,
+        "wal_bytes": 0.0,
+        "exec_time_ms": 0.0,
+    }
+    for r in rows:
+        kind = r.get("slobop")
+        if kind is None:
+            continue
+        totals[f"calls_{kind}"] += r["calls"]
+        totals["blks_hit"] += r["shared_blks_hit"]
+        totals["blks_read"] += r["shared_blks_read"]
+        totals["read_time_ms"] += r["read_time_ms"] or 0.0
+        totals["wal_bytes"] += r["wal_bytes"] or 0.0
+        totals["exec_time_ms"] += r["total_exec_time"]
+    return totals
+
+
+# ------------------------------------------------------------------------------ deltas
+
+
+def _d(after: dict | None, before: dict | None, key: str) -> float | None:
+    if not after or not before or after.get(key) is None or before.get(key) is None:
+        return None
+    return after[key] - before[key]
+
+
+def _io_sum(
+    snap: Snapshot, key: str, *, objects: tuple[str, ...], backend: str | None = None
+) -> float | None:
+    rows = snap.get("io")
+    if rows is None:
+        return None
+    total = 0.0
+    seen = False
+    for r in rows:
+        if r["object"] not in objects or (backend and r["backend_type"] != backend):
+            continue
+        if r.get(key) is not None:
+            total += r[key]
+            seen = True
+    return total if seen else None
+
+
+def _io_delta(before: Snapshot, after: Snapshot, key: str, **where: Any) -> float | None:
+    a, b = _io_sum(after, key, **where), _io_sum(before, key, **where)
+    return None if a is None or b is None else a - b
+
+
+def _per_s(value: float | None, seconds: float) -> float | None:
+    return None if value is None or seconds <= 0 else value / seconds
+
+
+def _ratio(num: float | None, den: float | None, scale: float = 1.0) -> float | None:
+    if num is None or not den:
+        return None
+    return num / den * scale
+
+
+def snapshot_delta(
+    before: Snapshot, after: Snapshot, seconds: float, *, io_timing: bool, wal_io_timing: bool
+) -> dict[str, float | None]:
+    """Window metrics from two snapshots. Latencies need their timing setting on, else None."""
+    db_b, db_a = before.get("database"), after.get("database")
+    relation = {"objects": ("relation", "temp relation")}
+    reads = _io_delta(before, after, "reads", **relation)
+    read_bytes = _io_delta(before, after, "read_bytes", **relation)
+    read_time = _io_delta(before, after, "read_time", **relation)
+    if reads is None:  # before 16: buffer misses of this database, one 8 KiB read each
+        reads = _d(db_a, db_b, "blks_read")
+        read_bytes = None if reads is None else reads * 8192
+        read_time = _d(db_a, db_b, "blk_read_time")
+    writes = _io_delta(before, after, "writes", **relation)
+    write_bytes = _io_delta(before, after, "write_bytes", **relation)
+    write_time = _io_delta(before, after, "write_time", **relation)
+    lio = None
+    hits, misses = _d(db_a, db_b, "blks_hit"), _d(db_a, db_b, "blks_read")
+    if hits is not None and misses is not None:
+        lio = hits + misses
+    wal_bytes = _d(after.get("wal"), before.get("wal"), "wal_bytes")
+    if after.get("io") is not None and after["server_version"] >= 180000:
+        wal_syncs = _io_delta(before, after, "fsyncs", objects=("wal",))
+        wal_sync_time = _io_delta(before, after, "fsync_time", objects=("wal",))
+        wal_writes = _io_delta(before, after, "writes", objects=("wal",))
+    else:
+        wal_syncs = _d(after.get("wal"), before.get("wal"), "wal_sync")
+        wal_sync_time = _d(after.get("wal"), before.get("wal"), "wal_sync_time")
+        wal_writes = _d(after.get("wal"), before.get("wal"), "wal_write")
+    active_ms = _d(db_a, db_b, "active_time")
+    mb = 1 << 20
+    return {
+        "lio_per_s": _per_s(lio, seconds),
+        "pio_reads_per_s": _per_s(reads, seconds),
+        "pio_read_mb_per_s": _per_s(None if read_bytes is None else read_bytes / mb, seconds),
+        "pio_writes_per_s": _per_s(writes, seconds),
+        "pio_write_mb_per_s": _per_s(None if write_bytes is None else write_bytes / mb, seconds),
+        "db_read_latency_us": _ratio(read_time, reads, 1000) if io_timing else None,
+        "db_write_latency_us": _ratio(write_time, writes, 1000) if io_timing else None,
+        "wal_mb_per_s": _per_s(None if wal_bytes is None else wal_bytes / mb, seconds),
+        "wal_records_per_s": _per_s(
+            _d(after.get("wal"), before.get("wal"), "wal_records"), seconds
+        ),
+        "wal_fpi_per_s": _per_s(_d(after.get("wal"), before.get("wal"), "wal_fpi"), seconds),
+        "wal_writes_per_s": _per_s(wal_writes, seconds),
+        "wal_syncs_per_s": _per_s(wal_syncs, seconds),
+        "wal_sync_latency_us": _ratio(wal_sync_time, wal_syncs, 1000) if wal_io_timing else None,
+        "commits_per_s": _per_s(_d(db_a, db_b, "xact_commit"), seconds),
+        "rollbacks_per_s": _per_s(_d(db_a, db_b, "xact_rollback"), seconds),
+        "db_time_s": None if active_ms is None else active_ms / 1000,
+        "temp_mb": None
+        if _d(db_a, db_b, "temp_bytes") is None
+        else _d(db_a, db_b, "temp_bytes") / mb,
+    }
+
+
+def io_breakdown(before: Snapshot, after: Snapshot) -> list[dict[str, Any]] | None:
+    """pg_stat_io deltas per backend type / object / context, non-zero rows only."""
+    if before.get("io") is None or after.get("io") is None:
+        return None
+    index = {(r["backend_type"], r["object"], r["context"]): r for r in before["io"]}
+    rows = []
+    for r in after["io"]:
+        b = index.get((r["backend_type"], r["object"], r["context"]))
+        if b is None:
+            continue
+        delta = {}
+        for key in (
+            "reads",
+            "read_time",
+            "writes",
+            "write_time",
+            "extends",
+            "hits",
+            "evictions",
+            "fsyncs",
+            "fsync_time",
+            "read_bytes",
+            "write_bytes",
+        ):
+            a_v, b_v = r.get(key), b.get(key)
+            delta[key] = None if a_v is None or b_v is None else a_v - b_v
+        if any(delta[k] for k in ("reads", "writes", "extends", "fsyncs", "hits")):
+            rows.append(
+                {
+                    "backend_type": r["backend_type"],
+                    "object": r["object"],
+                    "context": r["context"],
+                    **delta,
+                }
+            )
+    return rows
+
+
+def statement_deltas(before: Snapshot, after: Snapshot, top: int = 10) -> list[dict] | None:
+    """Top statements of the window by execution time (pg_stat_statements deltas)."""
+    if before.get("statements") is None or after.get("statements") is None:
+        return None
+    index = {r["queryid"]: r for r in before["statements"]}
+    rows = []
+    for r in after["statements"]:
+        b = index.get(r["queryid"], {})
+        delta = {
+            k: r[k] - b.get(k, 0.0)
+            for k in (
+                "calls",
+                "total_exec_time",
+                "rows",
+                "shared_blks_hit",
+                "shared_blks_read",
+                "read_time_ms",
+                "wal_bytes",
+            )
+            if r.get(k) is not None
+        }
+        if delta.get("calls"):
+            rows.append(
+                {"queryid": r["queryid"], "query": r["query"], "slobop": r["slobop"], **delta}
+            )
+    rows.sort(key=lambda r: r.get("total_exec_time", 0), reverse=True)
+    return rows[:top]
+
+
+WAIT_SAMPLE_SQL = (
+    "SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS event, count(*)"
+    " FROM pg_stat_activity WHERE application_name = %s AND state = 'active'"
+    " GROUP BY 1"
+)

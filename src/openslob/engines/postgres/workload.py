@@ -1,0 +1,241 @@
+"""The SLOB work loop as a PL/pgSQL procedure, one per schema.
+
+Each schema gets its own `userN.slob_work` so that every statement is static SQL naming its
+tables: PL/pgSQL prepares each once per session and reuses the plan (no EXECUTE of a built
+string per op, pgio's cost). The hot-schema statements name user1's tables the same way.
+
+One CALL runs a whole phase (warm-up, or the measurement window) for one session and returns
+counts and latency histograms as jsonb. The warm-up is a separate CALL because PostgreSQL
+publishes a backend's I/O and transaction statistics only when a statement ends: ending the
+warm-up flushes its I/O before the "before" snapshot, so none of it leaks into the window.
+
+LITE updates c2 and c3, two adjacent leading columns: PostgreSQL's WAL prefix/suffix
+compression then logs only the change. (SLOB's c2 and c20 would span the whole row and log it
+all, leaving nothing for HEAVY to add.) HEAVY rewrites all 19 pad columns. New values are
+an md5 of random() spliced into the column, so every update really changes the row and the
+row keeps its length (its HOT update still fits in the page).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import psycopg
+from psycopg import sql
+
+from openslob.engines.postgres.dataset import PAD_COLUMNS
+from openslob.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
+
+PROCEDURE = "slob_work"
+LITE_COLUMNS = ("c2", "c3")
+
+_BUCKET = """
+IF us < {linear} THEN
+    idx := greatest(us, 0)::int;
+ELSE
+    -- e = floor(log2(us)) - 6 in float8 (cheap), then corrected for rounding.
+    e := floor(ln(us::float8) / 0.6931471805599453)::int - 6;
+    IF us >= ({sub2}::bigint << e) THEN
+        e := e + 1;
+    ELSIF us < ({sub}::bigint << e) THEN
+        e := e - 1;
+    END IF;
+    idx := least({sub} * e + (us >> e)::int, {slots} - 1);
+END IF;
+"""
+
+_TEMPLATE = """
+CREATE OR REPLACE PROCEDURE {proc}(p_conf jsonb, INOUT result jsonb DEFAULT NULL)
+LANGUAGE plpgsql AS $body$
+DECLARE
+    update_pct  float8  := (p_conf->>'update_pct')::float8;
+    scan_pct    float8  := (p_conf->>'scan_pct')::float8;
+    work_unit   bigint  := (p_conf->>'work_unit')::bigint;
+    scale       bigint  := (p_conf->>'scale')::bigint;
+    heavy       boolean := (p_conf->>'heavy')::boolean;
+    loops       bigint  := coalesce((p_conf->>'loops')::bigint, 0);
+    until_e     float8  := (p_conf->>'until_epoch')::float8;
+    start_e     float8  := (p_conf->>'start_epoch')::float8;
+    record      boolean := (p_conf->>'record')::boolean;
+    hot_freq    bigint  := (p_conf->>'hot_schema_frequency')::bigint;
+    spot_freq   bigint  := (p_conf->>'hotspot_frequency')::bigint;
+    spot_lo     bigint  := (p_conf->>'hotspot_first_key')::bigint;
+    spot_hi     bigint  := (p_conf->>'hotspot_last_key')::bigint;
+    think_freq  bigint  := (p_conf->>'think_frequency')::bigint;
+    think_min   float8  := (p_conf->>'think_min')::float8;
+    think_max   float8  := (p_conf->>'think_max')::float8;
+    h_sel   int[] := array_fill(0, ARRAY[{slots}]);
+    h_upd   int[] := array_fill(0, ARRAY[{slots}]);
+    h_scan  int[] := array_fill(0, ARRAY[{slots}]);
+    n_sel bigint := 0; n_upd bigint := 0; n_scan bigint := 0;
+    n_hot bigint := 0; n_spot bigint := 0; n_think bigint := 0; think_s float8 := 0;
+    rows_sel bigint := 0; rows_upd bigint := 0;
+    op bigint := 0; k bigint; lo bigint; cnt bigint; changed bigint; v text;
+    hot boolean; kind int; pause float8;
+    t0 float8; t1 float8; us bigint; e int; idx int;
+    began float8; ended float8;
+BEGIN
+    IF p_conf ? 'seed' THEN
+        PERFORM setseed((p_conf->>'seed')::float8);
+    END IF;
+    -- The barrier: every session starts its first op at the same instant.
+    pause := start_e - date_part('epoch', clock_timestamp());
+    IF pause > 0 THEN
+        PERFORM pg_sleep(pause);
+    END IF;
+    began := date_part('epoch', clock_timestamp());
+    LOOP
+        IF loops > 0 THEN
+            EXIT WHEN op >= loops;
+        ELSE
+            EXIT WHEN date_part('epoch', clock_timestamp()) >= until_e;
+        END IF;
+        op := op + 1;
+        IF spot_freq > 0 AND op % spot_freq = 0 THEN
+            k := spot_lo + floor(random() * (spot_hi - spot_lo + 1))::bigint;
+            n_spot := n_spot + 1;
+        ELSE
+            k := work_unit + floor(random() * (scale - work_unit + 1))::bigint;
+        END IF;
+        lo := k - work_unit + 1;
+        hot := hot_freq > 0 AND op % hot_freq = 0;
+        IF hot THEN
+            n_hot := n_hot + 1;
+        END IF;
+        IF random() * 100 < update_pct THEN
+            kind := 1;
+        ELSIF scan_pct > 0 AND random() * 100 < scan_pct THEN
+            kind := 2;
+        ELSE
+            kind := 0;
+        END IF;
+        t0 := date_part('epoch', clock_timestamp());
+        IF kind = 0 THEN
+            IF hot THEN
+                SELECT count(c2) INTO cnt FROM {hot_cf1} WHERE custid BETWEEN lo AND k;
+            ELSE
+                SELECT count(c2) INTO cnt FROM {cf1} WHERE custid BETWEEN lo AND k;
+            END IF;
+            rows_sel := rows_sel + cnt;
+        ELSIF kind = 1 THEN
+            v := md5(random()::text);
+            IF heavy THEN
+                IF hot THEN
+                    UPDATE {hot_cf1} SET {heavy_set} WHERE custid BETWEEN lo AND k;
+                ELSE
+                    UPDATE {cf1} SET {heavy_set} WHERE custid BETWEEN lo AND k;
+                END IF;
+            ELSE
+                IF hot THEN
+                    UPDATE {hot_cf1} SET {lite_set} WHERE custid BETWEEN lo AND k;
+                ELSE
+                    UPDATE {cf1} SET {lite_set} WHERE custid BETWEEN lo AND k;
+                END IF;
+            END IF;
+            GET DIAGNOSTICS changed = ROW_COUNT;
+            rows_upd := rows_upd + changed;
+            COMMIT;
+        ELSE
+            IF hot THEN
+                SELECT count(c2) INTO cnt FROM {hot_cf2};
+            ELSE
+                SELECT count(c2) INTO cnt FROM {cf2};
+            END IF;
+        END IF;
+        t1 := date_part('epoch', clock_timestamp());
+        IF record THEN
+            us := round((t1 - t0) * 1000000)::bigint;
+{bucket}
+            IF kind = 0 THEN
+                h_sel[idx + 1] := h_sel[idx + 1] + 1;  n_sel := n_sel + 1;
+            ELSIF kind = 1 THEN
+                h_upd[idx + 1] := h_upd[idx + 1] + 1;  n_upd := n_upd + 1;
+            ELSE
+                h_scan[idx + 1] := h_scan[idx + 1] + 1;  n_scan := n_scan + 1;
+            END IF;
+        END IF;
+        IF think_freq > 0 AND op % think_freq = 0 THEN
+            pause := think_min + random() * (think_max - think_min);
+            PERFORM pg_sleep(pause);
+            n_think := n_think + 1;
+            think_s := think_s + pause;
+        END IF;
+    END LOOP;
+    ended := date_part('epoch', clock_timestamp());
+    {flush}
+    result := jsonb_build_object(
+        'ops', op, 'ops_select', n_sel, 'ops_update', n_upd, 'ops_scan', n_scan,
+        'rows_selected', rows_sel, 'rows_updated', rows_upd,
+        'ops_hot_schema', n_hot, 'ops_hotspot', n_spot,
+        'think_count', n_think, 'think_seconds', think_s,
+        'began_epoch', began, 'ended_epoch', ended, 'pid', pg_backend_pid(),
+        'hist_select', (SELECT coalesce(jsonb_object_agg(i - 1, h_sel[i]), '{{}}')
+                        FROM generate_subscripts(h_sel, 1) i WHERE h_sel[i] > 0),
+        'hist_update', (SELECT coalesce(jsonb_object_agg(i - 1, h_upd[i]), '{{}}')
+                        FROM generate_subscripts(h_upd, 1) i WHERE h_upd[i] > 0),
+        'hist_scan', (SELECT coalesce(jsonb_object_agg(i - 1, h_scan[i]), '{{}}')
+                      FROM generate_subscripts(h_scan, 1) i WHERE h_scan[i] > 0));
+END
+$body$
+"""
+
+
+def _set_list(columns: tuple[str, ...]) -> sql.Composable:
+    return sql.SQL(", ").join(
+        sql.SQL("{c} = v || substr({c}, 33)").format(c=sql.Identifier(c)) for c in columns
+    )
+
+
+def procedure_ddl(schema: str, server_version: int, hot_schema: str = "user1") -> sql.Composed:
+    """CREATE OR REPLACE PROCEDURE userN.slob_work for one schema."""
+    # pg_stat_force_next_flush() (15+) makes the idle-time flush after the CALL complete and
+    # immediate; older servers send their statistics on their own schedule.
+    flush = "PERFORM pg_stat_force_next_flush();" if server_version >= 150000 else ""
+    return sql.SQL(_TEMPLATE).format(
+        proc=sql.Identifier(schema, PROCEDURE),
+        cf1=sql.Identifier(schema, "cf1"),
+        cf2=sql.Identifier(schema, "cf2"),
+        hot_cf1=sql.Identifier(hot_schema, "cf1"),
+        hot_cf2=sql.Identifier(hot_schema, "cf2"),
+        heavy_set=_set_list(PAD_COLUMNS),
+        lite_set=_set_list(LITE_COLUMNS),
+        slots=sql.SQL(str(SLOTS)),
+        bucket=_bucket_code(indent=12),
+        flush=sql.SQL(flush),
+    )
+
+
+def _bucket_code(indent: int) -> sql.Composable:
+    """The histogram bucket of `us` into `idx` (the formula of openslob.histogram)."""
+    code = _BUCKET.format(linear=LINEAR_LIMIT, sub=SUB_BUCKETS, sub2=2 * SUB_BUCKETS, slots=SLOTS)
+    return sql.SQL(textwrap.indent(code, " " * indent))
+
+
+def bucket_function_ddl() -> sql.Composed:
+    """pg_temp.slob_bucket(us): the loop's bucket code as a function, for tests."""
+    return sql.SQL(
+        "CREATE FUNCTION pg_temp.slob_bucket(us bigint) RETURNS int LANGUAGE plpgsql AS $f$"
+        " DECLARE e int; idx int; BEGIN {code} RETURN idx; END $f$"
+    ).format(code=_bucket_code(indent=0))
+
+
+def install_procedures(conn: psycopg.Connection, schemas: list[str]) -> None:
+    for schema in schemas:
+        conn.execute(procedure_ddl(schema, conn.info.server_version))
+
+
+def call_statement(schema: str) -> sql.Composed:
+    return sql.SQL("CALL {}(%s::jsonb, NULL)").format(sql.Identifier(schema, PROCEDURE))
+
+
+# Session settings of a work session: SLOB reads one block at a time through the index.
+SESSION_SETTINGS = (
+    # A bitmap heap scan would prefetch the range's pages concurrently (read streams):
+    # not SLOB's single-block read. Seq scans stay possible where nothing else is (cf2).
+    "SET enable_bitmapscan = off",
+    "SET enable_seqscan = off",
+    # Generic plans from the first execution: no re-planning while the run measures.
+    "SET plan_cache_mode = force_generic_plan",
+    "SET jit = off",
+    "SET synchronous_commit = on",
+)

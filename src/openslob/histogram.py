@@ -1,0 +1,117 @@
+"""Log-linear latency histogram, the same bucket formula as the in-database work loop.
+
+Values are whole microseconds. Below 128 µs every microsecond has its own bucket. Above,
+each power of two [64·2^e, 128·2^e) is split into 64 equal buckets of width 2^e, so a bucket
+is at most 1/64 = 1.6 % wide relative to its lower bound; reporting its midpoint errs by at
+most 0.8 %. Bucket index, with e = floor(log2(v)) - 6 for v >= 128:
+
+    idx = v                       v < 128
+    idx = 64·e + (v >> e)         v >= 128      (v >> e lies in [64, 128))
+
+The loop keeps counts in a 2048-slot array (up to ~2^37 µs, 38 hours) and returns the
+non-empty buckets as {"idx": count}.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+SUB_BUCKETS = 64
+LINEAR_LIMIT = 2 * SUB_BUCKETS  # 128 µs
+SLOTS = 2048
+RELATIVE_ERROR = 1 / SUB_BUCKETS / 2  # of the midpoint
+
+
+def bucket_index(us: int) -> int:
+    """Python twin of the loop's formula (tests hold the two together)."""
+    if us < LINEAR_LIMIT:
+        return max(us, 0)
+    e = us.bit_length() - 1 - 6
+    return min(SUB_BUCKETS * e + (us >> e), SLOTS - 1)
+
+
+def bucket_bounds(idx: int) -> tuple[int, int]:
+    """[lower, upper) in µs of one bucket."""
+    if idx < LINEAR_LIMIT:
+        return idx, idx + 1
+    e = idx // SUB_BUCKETS - 1
+    mantissa = idx - SUB_BUCKETS * e
+    return mantissa << e, (mantissa + 1) << e
+
+
+@dataclass
+class Histogram:
+    """Counts per bucket; merge by adding. Percentiles are bucket midpoints."""
+
+    counts: dict[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, sparse: Mapping[str, int] | None) -> Histogram:
+        return cls({int(k): int(v) for k, v in (sparse or {}).items() if int(v)})
+
+    @classmethod
+    def from_values(cls, values_us: Iterable[int]) -> Histogram:
+        hist = cls()
+        for value in values_us:
+            idx = bucket_index(int(value))
+            hist.counts[idx] = hist.counts.get(idx, 0) + 1
+        return hist
+
+    def merge(self, other: Histogram) -> Histogram:
+        for idx, count in other.counts.items():
+            self.counts[idx] = self.counts.get(idx, 0) + count
+        return self
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts.values())
+
+    def _midpoint(self, idx: int) -> float:
+        lower, upper = bucket_bounds(idx)
+        return lower if upper - lower == 1 else (lower + upper) / 2
+
+    def mean_us(self) -> float | None:
+        total = self.count
+        if not total:
+            return None
+        return sum(self._midpoint(i) * n for i, n in self.counts.items()) / total
+
+    def percentile_us(self, pct: float) -> float | None:
+        """Value at or below which pct % of the ops completed (bucket midpoint)."""
+        total = self.count
+        if not total:
+            return None
+        rank = pct / 100 * total
+        seen = 0
+        for idx in sorted(self.counts):
+            seen += self.counts[idx]
+            if seen >= rank:
+                return self._midpoint(idx)
+        return self._midpoint(max(self.counts))
+
+    def max_us(self) -> float | None:
+        if not self.counts:
+            return None
+        return float(bucket_bounds(max(self.counts))[1] - 1)
+
+    def summary(self) -> dict[str, object]:
+        """The run.json latency block for one op type; None where there were no ops."""
+
+        def rounded(value: float | None) -> float | None:
+            return None if value is None else round(value, 1)
+
+        return {
+            "count": self.count,
+            "mean_us": rounded(self.mean_us()),
+            "p50_us": rounded(self.percentile_us(50)),
+            "p90_us": rounded(self.percentile_us(90)),
+            "p99_us": rounded(self.percentile_us(99)),
+            "p999_us": rounded(self.percentile_us(99.9)),
+            "max_us": rounded(self.max_us()),
+            "histogram": {
+                "scheme": "log-linear: 1 us buckets below 128 us, 64 per power of two above",
+                "relative_error": RELATIVE_ERROR,
+                "buckets": [[*bucket_bounds(idx), self.counts[idx]] for idx in sorted(self.counts)],
+            },
+        }

@@ -1,0 +1,414 @@
+"""The AWR-like text report. Reads only a run.json dict: no engine, no database.
+
+Every latency is in microseconds, computed from totals (time ÷ count), never rounded to whole
+milliseconds as AWR does. A figure that was not measured prints as n/a.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+WIDTH = 100
+NA = "n/a"
+
+
+def fmt(value: Any, digits: int = 1, unit: str = "") -> str:
+    if value is None:
+        return NA
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}{unit}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}{unit}"
+    return f"{value}{unit}"
+
+
+def _per_op(value: float | None, ops_per_s: float | None) -> float | None:
+    if value is None or not ops_per_s:
+        return None
+    return value / ops_per_s
+
+
+def section(title: str) -> list[str]:
+    return ["", title, "~" * len(title)]
+
+
+def table(headers: list[str], rows: Iterable[list[Any]], align: str | None = None) -> list[str]:
+    text_rows = [[str(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in text_rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=False)]
+    align = align or "l" + "r" * (len(headers) - 1)
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if a == "l" else c.rjust(w)
+            for c, w, a in zip(cells, widths, align, strict=False)
+        ).rstrip()
+
+    out = [line(headers), line(["-" * w for w in widths])]
+    out += [line(row) for row in text_rows]
+    return out
+
+
+def _header(run: dict[str, Any]) -> list[str]:
+    engine, host, window, config = run["engine"], run["host"], run["window"], run["config"]
+    sessions = run["sessions"]
+    status = run["status"] + (f" ({run['error']})" if run.get("error") else "")
+    lines = [
+        "openslob report".center(WIDTH),
+        "=" * WIDTH,
+        f"Status        : {status}",
+        f"Label         : {run.get('label') or '-'}",
+        f"Engine        : {engine.get('name')} {engine.get('version')}"
+        f"   profile: {engine.get('profile') or '-'}   target: {engine.get('target')}",
+        f"Host          : {host.get('hostname')}  {host.get('cpus')} CPUs  "
+        f"{fmt((host.get('memory_bytes') or 0) / 2**30, 1)} GiB  kernel {host.get('kernel')}",
+        f"Devices       : {_devices(host.get('devices') or [])}",
+        f"Window        : {window.get('start')} .. {window.get('end')}  "
+        f"{fmt(window.get('seconds'), 1)} s (asked {fmt(window.get('requested_seconds'), 0)} s;"
+        f" warm-up {fmt(window.get('warmup_seconds'), 0)} s)",
+        f"Sessions      : {len(sessions)} over {len({s['schema'] for s in sessions})} schemas;"
+        f" connected in {fmt(window.get('connect_seconds'), 2)} s",
+        f"Work          : UPDATE_PCT={config.get('UPDATE_PCT')} SCAN_PCT={config.get('SCAN_PCT')}"
+        f" WORK_UNIT={config.get('WORK_UNIT')} REDO_STRESS={config.get('REDO_STRESS')}"
+        f" SCALE={fmt(config.get('SCALE'))} WORK_LOOP={config.get('WORK_LOOP')}"
+        f" SEED={config.get('SEED')}",
+    ]
+    extras = []
+    if config.get("HOT_SCHEMA_FREQUENCY"):
+        extras.append(f"HOT_SCHEMA_FREQUENCY={config['HOT_SCHEMA_FREQUENCY']}")
+    if config.get("DO_HOTSPOT"):
+        extras.append(
+            f"HOTSPOT {config['HOTSPOT_MB']} MB at {config['HOTSPOT_OFFSET_MB']} MB "
+            f"every {config['HOTSPOT_FREQUENCY']} ops"
+        )
+    if config.get("THINK_TM_FREQUENCY"):
+        extras.append(
+            f"THINK {config['THINK_TM_MIN']}-{config['THINK_TM_MAX']} s every "
+            f"{config['THINK_TM_FREQUENCY']} ops"
+        )
+    if extras:
+        lines.append(f"              : {'; '.join(extras)}")
+    settings = engine.get("settings") or {}
+    if settings:
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))
+        lines += _wrap(f"Settings      : {shown}", WIDTH, indent=16)
+    return lines
+
+
+def _devices(devices: list[dict[str, Any]]) -> str:
+    if not devices:
+        return NA
+    parts = []
+    for d in devices:
+        size = d.get("size_bytes")
+        parts.append(
+            f"{d.get('name')} ({fmt(size / 2**30 if size else None, 0)} GiB, "
+            f"scheduler {d.get('scheduler') or NA})"
+        )
+    return ", ".join(parts)
+
+
+def _wrap(text: str, width: int, indent: int) -> list[str]:
+    words, lines, current = text.split(" "), [], ""
+    for word in words:
+        if current and len(current) + 1 + len(word) > width:
+            lines.append(current)
+            current = " " * indent + word
+        else:
+            current = f"{current} {word}" if current else word
+    return [*lines, current]
+
+
+def _load_profile(run: dict[str, Any]) -> list[str]:
+    m = run["metrics"]
+    ops = m.get("slobops_per_s")
+    rows = [
+        ("SLOBops", m.get("slobops_per_s")),
+        ("  SELECT ops", m.get("selects_per_s")),
+        ("  UPDATE ops (each commits)", m.get("updates_per_s")),
+        ("  SCAN ops", m.get("scans_per_s")),
+        ("Logical reads (blocks)", m.get("lio_per_s")),
+        ("Physical reads (DB)", m.get("pio_reads_per_s")),
+        ("Physical read MB", m.get("pio_read_mb_per_s")),
+        ("Physical writes (DB)", m.get("pio_writes_per_s")),
+        ("Physical write MB", m.get("pio_write_mb_per_s")),
+        ("WAL (redo) MB", m.get("wal_mb_per_s")),
+        ("WAL records", m.get("wal_records_per_s")),
+        ("WAL full-page images", m.get("wal_fpi_per_s")),
+        ("Commits", m.get("commits_per_s")),
+        ("Device reads", m.get("device_reads_per_s")),
+        ("Device writes", m.get("device_writes_per_s")),
+    ]
+    lines = section("Load Profile")
+    lines += table(
+        ["", "Per Second", "Per SLOBop"],
+        [[name, fmt(v), fmt(_per_op(v, ops), 2)] for name, v in rows],
+    )
+    seconds = run["window"].get("seconds")
+    db_cpu = m.get("db_cpu_s")
+    lines.append("")
+    lines.append(
+        f"DB CPU: {fmt(db_cpu, 1, ' s')} ({fmt(_per_op(db_cpu, seconds), 2)} CPUs busy)"
+        f"   DB time (active sessions): {fmt(m.get('db_time_s'), 1, ' s')}"
+    )
+    return lines
+
+
+def _latency(run: dict[str, Any]) -> list[str]:
+    lines = section("SLOBop latency (measured inside the loop, microseconds)")
+    rows = []
+    for kind in ("select", "update", "scan"):
+        s = run["latency"].get(kind)
+        if not s:
+            rows.append([kind, "0", NA, NA, NA, NA, NA, NA])
+            continue
+        rows.append(
+            [
+                kind + (" + commit" if kind == "update" else ""),
+                fmt(s["count"]),
+                fmt(s["mean_us"]),
+                fmt(s["p50_us"]),
+                fmt(s["p90_us"]),
+                fmt(s["p99_us"]),
+                fmt(s["p999_us"]),
+                fmt(s["max_us"]),
+            ]
+        )
+    lines += table(["op", "count", "mean", "p50", "p90", "p99", "p99.9", "max"], rows)
+    lines.append("Histogram buckets: 1 us below 128 us, then 64 per power of two (<= 0.8 % error).")
+    return lines
+
+
+def _io_profile(run: dict[str, Any]) -> list[str]:
+    m = run["metrics"]
+    lines = section("I/O profile: database vs device")
+    lines += table(
+        ["", "Reads/s", "Read MB/s", "Read us", "Writes/s", "Write MB/s", "Write us"],
+        [
+            [
+                "Database (pg_stat_io)",
+                fmt(m.get("pio_reads_per_s")),
+                fmt(m.get("pio_read_mb_per_s")),
+                fmt(m.get("db_read_latency_us")),
+                fmt(m.get("pio_writes_per_s")),
+                fmt(m.get("pio_write_mb_per_s")),
+                fmt(m.get("db_write_latency_us")),
+            ],
+            [
+                "Device (/proc/diskstats)",
+                fmt(m.get("device_reads_per_s")),
+                fmt(m.get("device_read_mb_per_s")),
+                fmt(m.get("device_read_latency_us")),
+                fmt(m.get("device_writes_per_s")),
+                fmt(m.get("device_write_mb_per_s")),
+                fmt(m.get("device_write_latency_us")),
+            ],
+        ],
+    )
+    db, dev = m.get("pio_reads_per_s"), m.get("device_reads_per_s")
+    if db and dev is not None:
+        lines.append(f"Device reads = {dev / db * 100:.1f} % of database physical reads.")
+    lines.append(
+        f"Device: util {fmt(m.get('device_util_pct'), 1, ' %')}, avg queue "
+        f"{fmt(m.get('device_avg_queue'), 2)}, avg read {fmt(m.get('device_avg_read_kb'), 1)} "
+        f"KiB, avg write {fmt(m.get('device_avg_write_kb'), 1)} KiB"
+    )
+    io = run.get("io")
+    if io:
+        lines.append("")
+        lines.append("pg_stat_io (window deltas)")
+        lines += table(
+            [
+                "backend",
+                "object",
+                "context",
+                "reads",
+                "read ms",
+                "writes",
+                "write ms",
+                "extends",
+                "hits",
+                "evictions",
+                "fsyncs",
+            ],
+            [
+                [
+                    r["backend_type"],
+                    r["object"],
+                    r["context"],
+                    fmt(_int(r["reads"])),
+                    fmt(r["read_time"]),
+                    fmt(_int(r["writes"])),
+                    fmt(r["write_time"]),
+                    fmt(_int(r["extends"])),
+                    fmt(_int(r["hits"])),
+                    fmt(_int(r["evictions"])),
+                    fmt(_int(r["fsyncs"])),
+                ]
+                for r in io
+            ],
+            "lll" + "r" * 8,
+        )
+    return lines
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _wal(run: dict[str, Any]) -> list[str]:
+    m = run["metrics"]
+    commits, syncs = m.get("commits_per_s"), m.get("wal_syncs_per_s")
+    lines = section("WAL (redo) and commits")
+    lines += table(
+        ["", "Value"],
+        [
+            ["Commits/s", fmt(commits)],
+            ["WAL syncs/s (fsync/fdatasync)", fmt(syncs)],
+            ["Commits per WAL sync", fmt(commits / syncs if commits and syncs else None, 2)],
+            ["WAL writes/s", fmt(m.get("wal_writes_per_s"))],
+            ["WAL MB/s", fmt(m.get("wal_mb_per_s"), 2)],
+            [
+                "WAL bytes per commit",
+                fmt(
+                    m["wal_mb_per_s"] * 2**20 / commits
+                    if commits and m.get("wal_mb_per_s") is not None
+                    else None,
+                    0,
+                ),
+            ],
+            ["WAL sync latency (us)", fmt(m.get("wal_sync_latency_us"))],
+        ],
+    )
+    return lines
+
+
+def _waits(run: dict[str, Any]) -> list[str]:
+    lines = section(f"Top wait events (sampled {run.get('wait_samples', 0):,} times at 10 Hz)")
+    waits = run.get("waits") or []
+    if not waits:
+        return [*lines, NA]
+    lines += table(
+        ["event", "samples", "% of samples"],
+        [[w["event"], fmt(w["samples"]), fmt(w["pct"], 1)] for w in waits[:10]],
+    )
+    lines.append("CPU = active with no wait event (on CPU or waiting for it).")
+    return lines
+
+
+def _os(run: dict[str, Any]) -> list[str]:
+    m = run["metrics"]
+    lines = section("Operating system")
+    lines += table(
+        ["", "Value"],
+        [
+            ["CPU user %", fmt(m.get("cpu_user_pct"))],
+            ["CPU sys %", fmt(m.get("cpu_sys_pct"))],
+            ["CPU iowait %", fmt(m.get("cpu_iowait_pct"))],
+            ["CPU idle %", fmt(m.get("cpu_idle_pct"))],
+            ["CPU steal %", fmt(m.get("cpu_steal_pct"))],
+            ["Server processes CPU %", fmt(m.get("server_cpu_pct"))],
+            ["PSI io some %", fmt(m.get("psi_io_some_pct"))],
+            ["PSI cpu some %", fmt(m.get("psi_cpu_some_pct"))],
+        ],
+    )
+    return lines
+
+
+def _statements(run: dict[str, Any]) -> list[str]:
+    rows = run.get("statements")
+    lines = section("Top statements by time (pg_stat_statements)")
+    if not rows:
+        return [*lines, NA]
+    lines += table(
+        ["op", "calls", "total ms", "us/call", "blks read", "read us/blk", "WAL MB", "query"],
+        [
+            [
+                r.get("slobop") or "-",
+                fmt(_int(r.get("calls"))),
+                fmt(r.get("total_exec_time"), 0),
+                fmt(r["total_exec_time"] * 1000 / r["calls"] if r.get("calls") else None),
+                fmt(_int(r.get("shared_blks_read"))),
+                fmt(
+                    r["read_time_ms"] * 1000 / r["shared_blks_read"]
+                    if r.get("shared_blks_read") and r.get("read_time_ms")
+                    else None
+                ),
+                fmt((r.get("wal_bytes") or 0) / 2**20, 2),
+                r["query"][:60].replace("\n", " "),
+            ]
+            for r in rows
+        ],
+        "l" + "r" * 6 + "l",
+    )
+    return lines
+
+
+def _sessions(run: dict[str, Any]) -> list[str]:
+    sessions = run["sessions"]
+    lines = section("Sessions")
+    shown = sessions if len(sessions) <= 64 else sessions[:64]
+    lines += table(
+        [
+            "id",
+            "schema",
+            "pid",
+            "selects",
+            "updates",
+            "scans",
+            "ops/s",
+            "mean us",
+            "p99 us",
+            "error",
+        ],
+        [
+            [
+                s["id"],
+                s["schema"],
+                s.get("pid") or NA,
+                fmt(s.get("ops_select")),
+                fmt(s.get("ops_update")),
+                fmt(s.get("ops_scan")),
+                fmt(s.get("ops_per_s")),
+                fmt(s.get("mean_us")),
+                fmt(s.get("p99_us")),
+                s.get("error") or "",
+            ]
+            for s in shown
+        ],
+        "rlr" + "r" * 6 + "l",
+    )
+    if len(sessions) > len(shown):
+        lines.append(f"... {len(sessions) - len(shown)} more sessions in run.json")
+    return lines
+
+
+def _warnings(run: dict[str, Any]) -> list[str]:
+    items = run.get("warnings") or []
+    notes = run.get("notes") or []
+    if not items and not notes:
+        return []
+    lines = section("Warnings")
+    lines += [f"! {w}" for w in items] or ["none"]
+    lines += [f"note: {n}" for n in notes]
+    return lines
+
+
+def render_text(run: dict[str, Any]) -> str:
+    parts = [
+        _header(run),
+        _warnings(run),
+        _load_profile(run),
+        _latency(run),
+        _io_profile(run),
+        _wal(run),
+        _waits(run),
+        _os(run),
+        _statements(run),
+        _sessions(run),
+    ]
+    return "\n".join(line for part in parts for line in part) + "\n"
