@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
 from openslob.engines.postgres import stats
 from openslob.engines.postgres.workload import SESSION_SETTINGS, call_statement
