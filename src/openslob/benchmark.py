@@ -100,6 +100,22 @@ def local_server(target: Target, settings: dict[str, str]) -> tuple[str | None, 
     return data_dir, pid
 
 
+def _alive_check(pid: int | None) -> Callable[[], bool] | None:
+    if pid is None:
+        return None
+
+    def alive() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    return alive
+
+
 def run_benchmark(
     config: Config,
     *,
@@ -137,6 +153,8 @@ def run_benchmark(
         server_pid=server_pid,
         progress=progress,
         script_env=script_env,
+        server_alive=_alive_check(server_pid),
+        on_server_death=resolved.server.kill_orphans if resolved.server else None,
     )
     controller.record.notes.extend(notes)
     record = controller.run()

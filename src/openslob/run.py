@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from openslob import host
 from openslob.engines.postgres.runner import Monitor, PostgresRunBackend, WorkSession
 from openslob.options import Config
@@ -165,6 +167,7 @@ class Sampler(threading.Thread):
         self.interval, self.progress = interval, progress
         self.stop = threading.Event()
         self.errors: list[str] = []
+        self.connection_lost = False
 
     def run(self) -> None:
         waits: Monitor | None = None
@@ -174,7 +177,8 @@ class Sampler(threading.Thread):
             live = self.backend.monitor("sampler")
             self._loop(waits, live)
         except Exception as exc:  # the run goes on without samples; say so in the results
-            self.errors.append(f"sampler stopped: {exc}")
+            self.errors.append(f"sampler stopped: {_first_line(exc)}")
+            self.connection_lost = isinstance(exc, psycopg.OperationalError)
         finally:
             for monitor in (waits, live):
                 if monitor is not None:
@@ -294,8 +298,12 @@ class RunController:
         server_pid: int | None,
         progress: ProgressFn | None = None,
         script_env: dict[str, str] | None = None,
+        server_alive: Callable[[], bool] | None = None,
+        on_server_death: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
+        self.server_alive = server_alive
+        self.on_server_death = on_server_death
         self.backend = backend
         self.devices = devices
         self.server_pid = server_pid
@@ -356,11 +364,15 @@ class RunController:
             if error:
                 self.record.notes.append(error)
             sampler.start()
+            watchdog = asyncio.create_task(self._watchdog(sampler))
+            watchdog.add_done_callback(self._watchdog_done)
             try:
                 await self._drive(snapshots)
             except Exception as exc:  # keep what was measured; say what broke
                 self._fail("failed", f"run aborted: {_first_line(exc)}")
                 await asyncio.gather(*(self.backend.cancel(s) for s in self.sessions))
+            finally:
+                watchdog.cancel()
         finally:
             sampler.stop.set()
             await asyncio.gather(*(self.backend.close(s) for s in self.sessions))
@@ -369,6 +381,35 @@ class RunController:
             with contextlib.suppress(Exception):
                 snapshots.close()
             loop.remove_signal_handler(signal.SIGINT)
+
+    def _watchdog_done(self, task: asyncio.Task) -> None:
+        """A crashed watchdog must not pass silently: the run could no longer end itself."""
+        if not task.cancelled() and task.exception() is not None:
+            self._fail("failed", f"watchdog crashed: {_first_line(task.exception())}")
+
+    async def _watchdog(self, sampler: Sampler) -> None:
+        """End the run within seconds when the server dies.
+
+        Backends whose postmaster was killed do not notice while they loop, so a dead
+        postmaster is detected here and the orphans are killed (private server); a monitor
+        that lost its connection means the same for any server.
+        """
+        while not self._stopping.is_set():
+            await asyncio.sleep(0.5)
+            dead = self.server_alive is not None and not self.server_alive()
+            if sampler.connection_lost and not dead and self.server_alive is not None:
+                await asyncio.sleep(0.2)  # a dying postmaster: say so rather than "lost"
+                dead = not self.server_alive()
+            if dead or sampler.connection_lost:
+                self._fail(
+                    "failed",
+                    "the database server died during the run"
+                    if dead
+                    else f"lost the monitoring connection: {sampler.errors[-1]}",
+                )
+                if self.on_server_death is not None:
+                    await asyncio.to_thread(self.on_server_death)
+                return
 
     async def _connect_all(self) -> None:
         started = time.monotonic()

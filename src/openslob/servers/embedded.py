@@ -356,14 +356,14 @@ class EmbeddedServer:
         """Fast shutdown (immediate if that hangs). Returns False when it was not running."""
         pid = self._running_pid() if (self.pgdata / "PG_VERSION").exists() else None
         if pid is None:
-            self._kill_orphans()
+            self.kill_orphans()
             return False
         proc = self._pg_ctl("-w", "-t", str(int(timeout)), "-m", "fast", "stop", check=False)
         if proc.returncode != 0:
             self._pg_ctl("-w", "-t", "30", "-m", "immediate", "stop", check=False)
         # pg_ctl returns once postmaster.pid is gone; the process itself exits a moment later.
         wait_until_stopped(pid)
-        self._kill_orphans()
+        self.kill_orphans()
         return True
 
     def destroy(self) -> None:
@@ -404,12 +404,12 @@ class EmbeddedServer:
 
     def _recover_unclean(self) -> None:
         """After a crash or kill: remove a stale postmaster.pid and stray backends."""
-        self._kill_orphans()
+        self.kill_orphans()
         pid_file = self.pgdata / "postmaster.pid"
         if pid_file.exists() and not self._running_pid():
             pid_file.unlink()
 
-    def _kill_orphans(self) -> None:
+    def kill_orphans(self) -> None:
         """Kill postgres processes still working in our PGDATA with no live postmaster."""
         if self._running_pid():
             return

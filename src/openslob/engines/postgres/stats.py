@@ -123,16 +123,18 @@ def has_statements(conn: psycopg.Connection) -> bool:
 
 
 _STATEMENT_CLASS = (
-    (re.compile(r"^\s*UPDATE\s", re.I), "update"),
-    (re.compile(r"\.\"?cf2\"?", re.I), "scan"),
-    (re.compile(r"\.\"?cf1\"?", re.I), "select"),
+    (re.compile(r'^\s*UPDATE\s+"?user\d+"?\."?cf1"?\s+SET\s', re.I), "update"),
+    (re.compile(r'^\s*SELECT\s+count\(c2\)\s+FROM\s+"?user\d+"?\."?cf2\b', re.I), "scan"),
+    (re.compile(r'^\s*SELECT\s+count\(c2\)\s+FROM\s+"?user\d+"?\."?cf1\b', re.I), "select"),
 )
 
 
 def classify(query: str) -> str | None:
-    """Which SLOBop a pg_stat_statements entry belongs to (None: not the work loop)."""
-    if "user" not in query or ("custid" not in query and "cf2" not in query):
-        return None
+    """Which SLOBop a pg_stat_statements entry is (None: not a work-loop statement).
+
+    Matches the loop's own statement shapes (pg_stat_statements strips INTO and keeps the
+    start of the text), so a user's query that merely mentions cf1 is not counted.
+    """
     for pattern, kind in _STATEMENT_CLASS:
         if pattern.search(query):
             return kind

@@ -12,8 +12,9 @@ warm-up flushes its I/O before the "before" snapshot, so none of it leaks into t
 LITE updates c2 and c3, two adjacent leading columns: PostgreSQL's WAL prefix/suffix
 compression then logs only the change. (SLOB's c2 and c20 would span the whole row and log it
 all, leaving nothing for HEAVY to add.) HEAVY rewrites all 19 pad columns. New values are
-an md5 of random() spliced into the column, so every update really changes the row and the
-row keeps its length (its HOT update still fits in the page).
+an md5 of random() and the clock spliced into the column, so every update really changes the
+row, even when a run replays the same seed, and the row keeps its length (its HOT update
+still fits in the page).
 """
 
 from __future__ import annotations
@@ -118,7 +119,8 @@ BEGIN
             END IF;
             rows_sel := rows_sel + cnt;
         ELSIF kind = 1 THEN
-            v := md5(random()::text);
+            -- The clock makes a replay of the same seed still change every row it updates.
+            v := md5(random()::text || clock_timestamp()::text);
             IF heavy THEN
                 IF hot THEN
                     UPDATE {hot_cf1} SET {heavy_set} WHERE custid BETWEEN lo AND k;

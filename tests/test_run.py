@@ -1,0 +1,431 @@
+"""`slob run` against the real private server: every knob shown by its measured effect."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from openslob.benchmark import run_benchmark
+from openslob.cli import cli
+from openslob.options import resolve
+from openslob.results import load_run
+from openslob.servers.embedded import EmbeddedServer
+
+from .conftest import make_base_dir, slob_subprocess
+
+# Its own seed: test_setup (seed 1) then rebuilds the pristine layout it checks.
+DATA = {"SCHEMAS": "2", "SCALE": "3000", "SCAN_TABLE_SZ": "40", "SEED": "99"}
+CONTRACT_METRICS = (
+    "slobops_per_s",
+    "selects_per_s",
+    "updates_per_s",
+    "scans_per_s",
+    "lio_per_s",
+    "pio_reads_per_s",
+    "pio_read_mb_per_s",
+    "pio_writes_per_s",
+    "pio_write_mb_per_s",
+    "wal_mb_per_s",
+    "commits_per_s",
+    "wal_syncs_per_s",
+    "db_read_latency_us",
+    "wal_sync_latency_us",
+    "device_reads_per_s",
+    "device_writes_per_s",
+    "device_read_latency_us",
+    "device_write_latency_us",
+    "cpu_user_pct",
+    "cpu_sys_pct",
+    "cpu_iowait_pct",
+)
+
+
+@pytest.fixture(scope="module")
+def dataset(server: EmbeddedServer) -> EmbeddedServer:
+    result = CliRunner().invoke(
+        cli,
+        ["setup", "--schemas", "2", "--scale", "3000", "--scan-table-sz", "40", "--seed", "99"],
+        env={"SLOB_DATA_DIR": str(server.data_dir)},
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    return server
+
+
+def run(server: EmbeddedServer, tmp_path: Path, **params: Any) -> tuple[Path, dict[str, Any]]:
+    flags = {**DATA, "RUN_TIME": "2", "WARMUP": "0", **{k: str(v) for k, v in params.items()}}
+    config = resolve(flags, None, cwd=tmp_path)
+    return run_benchmark(
+        config, target=None, data_dir=server.data_dir, results_parent=tmp_path / "results"
+    )
+
+
+def loop_statements(result: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [s for s in result["statements"] or [] if s["slobop"] == kind]
+
+
+def table_stat(db: psycopg.Connection, table: str, column: str) -> int:
+    db.execute("SELECT pg_stat_clear_snapshot()")
+    return int(
+        db.execute(
+            f"SELECT {column} FROM pg_stat_user_tables WHERE relid = %s::regclass",
+            [table],
+        ).fetchone()[0]
+    )
+
+
+def column_digest(db: psycopg.Connection, table: str, column: str) -> str:
+    return db.execute(
+        f"SELECT md5(string_agg({column}, '' ORDER BY custid)) FROM {table}"
+    ).fetchone()[0]
+
+
+def test_results_follow_the_contract(dataset, tmp_path) -> None:
+    run_dir, _ = run(dataset, tmp_path, UPDATE_PCT=20, WARMUP=1, RUN_TIME=3)
+    on_disk = load_run(run_dir)
+    assert on_disk["status"] == "complete"
+    for key in (
+        "schema_version",
+        "tool",
+        "config",
+        "engine",
+        "host",
+        "window",
+        "sessions",
+        "metrics",
+        "latency",
+        "waits",
+        "warnings",
+    ):
+        assert key in on_disk, key
+    for key in CONTRACT_METRICS:
+        assert key in on_disk["metrics"], key
+    metrics = on_disk["metrics"]
+    assert metrics["slobops_per_s"] > 0 and metrics["pio_reads_per_s"] > 0
+    assert metrics["db_read_latency_us"] > 0 and metrics["device_read_latency_us"] > 0
+    assert on_disk["config"]["UPDATE_PCT"] == 20
+    assert on_disk["engine"]["version"].startswith("18")
+    assert on_disk["window"]["warmup_seconds"] == 1
+    assert on_disk["waits"] and on_disk["wait_samples"] >= 20  # >= 10 Hz over 3 s
+    select = on_disk["latency"]["select"]
+    assert select["count"] > 0 and select["p50_us"] <= select["p99_us"] <= select["max_us"]
+    assert sum(b[2] for b in select["histogram"]["buckets"]) == select["count"]
+    # report.txt is rendered from run.json alone, and `slob report` re-renders it
+    report = (run_dir / "report.txt").read_text()
+    for heading in (
+        "Load Profile",
+        "SLOBop latency",
+        "I/O profile",
+        "WAL (redo) and commits",
+        "Top wait events",
+        "Operating system",
+        "Sessions",
+    ):
+        assert heading in report
+    rerendered = CliRunner().invoke(cli, ["report", str(run_dir)])
+    assert rerendered.exit_code == 0 and rerendered.output == report
+    lines = (run_dir / "timeseries.csv").read_text().splitlines()
+    assert lines[0].startswith("time,") and len(lines) >= 3
+    assert "device_reads_per_s" in lines[0] and "db_reads_per_s" in lines[0]
+
+
+def test_window_is_exact_and_only_it_is_recorded(dataset, tmp_path) -> None:
+    _, result = run(dataset, tmp_path, UPDATE_PCT=0, WARMUP=1, RUN_TIME=3)
+    window = result["window"]
+    assert window["seconds"] == pytest.approx(3.0, rel=0.01)
+    for session in result["sessions"]:
+        assert session["warmup_ops"] > 0  # the warm-up ran ...
+        recorded = session["ops_select"] + session["ops_update"] + session["ops_scan"]
+        assert recorded > 0
+    # ... but only window ops are in the histograms
+    total = sum(s["ops_select"] for s in result["sessions"])
+    assert result["latency"]["select"]["count"] == total
+    assert result["metrics"]["selects_per_s"] == pytest.approx(total / window["seconds"], rel=0.01)
+
+
+def test_update_pct_zero_means_no_updates_and_no_loop_wal(dataset, tmp_path) -> None:
+    _, result = run(dataset, tmp_path, UPDATE_PCT=0)
+    assert result["metrics"]["updates_per_s"] == 0
+    assert result["latency"]["update"] is None
+    assert sum(s["ops_update"] for s in result["sessions"]) == 0
+    selects = loop_statements(result, "select")
+    assert selects and sum(s["wal_bytes"] for s in selects) == 0
+    assert not loop_statements(result, "update")
+
+
+def test_update_pct_hundred_means_no_selects_and_a_commit_each(dataset, tmp_path) -> None:
+    _, result = run(dataset, tmp_path, UPDATE_PCT=100)
+    metrics = result["metrics"]
+    assert metrics["selects_per_s"] == 0 and metrics["updates_per_s"] > 0
+    assert result["latency"]["select"] is None
+    # every update commits: the database counted at least one commit per update
+    assert metrics["commits_per_s"] >= metrics["updates_per_s"]
+    assert metrics["commits_per_s"] <= metrics["updates_per_s"] * 1.05 + 1
+    assert metrics["wal_syncs_per_s"] > 0 and metrics["wal_sync_latency_us"] > 0
+
+
+def test_update_ratio_is_a_true_per_op_ratio(dataset, tmp_path) -> None:
+    _, result = run(dataset, tmp_path, UPDATE_PCT=37, WORK_LOOP=300, SESSIONS=2)
+    ops = sum(s["ops_select"] + s["ops_update"] for s in result["sessions"])
+    updates = sum(s["ops_update"] for s in result["sessions"])
+    assert ops == 600
+    assert updates / ops == pytest.approx(0.37, abs=0.06)  # ~3 binomial standard errors
+
+
+def test_heavy_redo_writes_more_wal_per_update_and_changes_every_column(
+    dataset, tmp_path, db
+) -> None:
+    wal = {}
+    for stress in ("LITE", "HEAVY"):
+        c20_before = column_digest(db, "user1.cf1", "c20")
+        c2_before = column_digest(db, "user1.cf1", "c2")
+        _, result = run(
+            dataset, tmp_path, UPDATE_PCT=100, REDO_STRESS=stress, WORK_LOOP=40, SESSIONS=1
+        )
+        updates = loop_statements(result, "update")
+        assert updates
+        wal[stress] = sum(u["wal_bytes"] for u in updates) / sum(u["calls"] for u in updates)
+        assert column_digest(db, "user1.cf1", "c2") != c2_before  # values really change
+        c20_changed = column_digest(db, "user1.cf1", "c20") != c20_before
+        assert c20_changed == (stress == "HEAVY")
+    assert wal["HEAVY"] > 1.5 * wal["LITE"], wal
+
+
+def test_scan_pct_counts_full_scans(dataset, tmp_path) -> None:
+    _, result = run(dataset, tmp_path, UPDATE_PCT=0, SCAN_PCT=50, WORK_LOOP=200, SESSIONS=1)
+    session = result["sessions"][0]
+    assert session["ops_scan"] + session["ops_select"] == 200
+    assert session["ops_scan"] / 200 == pytest.approx(0.5, abs=0.12)
+    assert result["latency"]["scan"]["count"] == session["ops_scan"]
+    scans = loop_statements(result, "scan")
+    assert scans and sum(s["calls"] for s in scans) == session["ops_scan"]
+
+
+def test_work_loop_runs_exact_op_counts(dataset, tmp_path) -> None:
+    _, result = run(dataset, tmp_path, UPDATE_PCT=10, WORK_LOOP=25, SESSIONS=3, RUN_TIME=300)
+    assert result["status"] == "complete"
+    assert [s["ops_select"] + s["ops_update"] for s in result["sessions"]] == [25, 25, 25]
+    assert result["window"]["seconds"] < 60  # ended with the loops, not after RUN_TIME
+
+
+def test_sessions_are_spread_round_robin(dataset, tmp_path) -> None:
+    _, result = run(dataset, tmp_path, SESSIONS=5, UPDATE_PCT=0, RUN_TIME=1)
+    assert [s["schema"] for s in result["sessions"]] == [
+        "user1",
+        "user2",
+        "user1",
+        "user2",
+        "user1",
+    ]
+    assert len({s["pid"] for s in result["sessions"]}) == 5
+
+
+def test_hot_schema_sends_every_nth_op_to_user1(dataset, tmp_path, db) -> None:
+    before = {t: table_stat(db, t, "n_tup_upd") for t in ("user1.cf1", "user2.cf1")}
+    _, result = run(
+        dataset,
+        tmp_path,
+        UPDATE_PCT=100,
+        HOT_SCHEMA_FREQUENCY=2,
+        WORK_LOOP=20,
+        SESSIONS=2,
+        WORK_UNIT=16,
+    )
+    updated = {t: table_stat(db, t, "n_tup_upd") - before[t] for t in before}
+    # session 0 (user1): 20 ops on user1; session 1 (user2): 10 on user2, 10 on user1
+    assert updated == {"user1.cf1": 30 * 16, "user2.cf1": 10 * 16}
+    assert [s["ops_hot_schema"] for s in result["sessions"]] == [10, 10]
+
+
+def test_hotspot_concentrates_keys_in_the_region(dataset, tmp_path, db) -> None:
+    db.execute("DROP TABLE IF EXISTS pg_temp.before_c2")
+    db.execute("CREATE TEMP TABLE before_c2 AS SELECT custid, c2 FROM user2.cf1")
+    run(
+        dataset,
+        tmp_path,
+        UPDATE_PCT=100,
+        DO_HOTSPOT="TRUE",
+        HOTSPOT_MB=1,
+        HOTSPOT_OFFSET_MB=4,
+        HOTSPOT_FREQUENCY=1,
+        WORK_LOOP=30,
+        SESSIONS=2,
+        WORK_UNIT=8,
+    )
+    low, high = db.execute(
+        "SELECT min(a.custid), max(a.custid) FROM user2.cf1 a JOIN before_c2 b USING (custid)"
+        " WHERE a.c2 <> b.c2"
+    ).fetchone()
+    # 4 MB in: keys from 4*128 + WORK_UNIT; 1 MB = 128 rows (minus the range reach)
+    assert low is not None
+    assert low >= 4 * 128 and high <= 4 * 128 + 8 + 128
+
+
+def test_think_time_is_slept_and_counted(dataset, tmp_path) -> None:
+    _, result = run(
+        dataset,
+        tmp_path,
+        UPDATE_PCT=0,
+        THINK_TM_FREQUENCY=1,
+        THINK_TM_MIN=0.05,
+        THINK_TM_MAX=0.05,
+        WORK_LOOP=10,
+        SESSIONS=1,
+    )
+    session = result["sessions"][0]
+    assert session["think_seconds"] == pytest.approx(0.5, rel=0.01)
+    assert result["window"]["seconds"] >= 0.5
+
+
+def test_device_reads_agree_with_database_reads_under_pio(dataset, tmp_path) -> None:
+    _, result = run(dataset, tmp_path, UPDATE_PCT=0, RUN_TIME=3, SESSIONS=4)
+    metrics = result["metrics"]
+    assert result["engine"]["profile"] == "pio"
+    assert metrics["device_reads_per_s"] == pytest.approx(metrics["pio_reads_per_s"], rel=0.10)
+    assert not [w for w in result["warnings"] if "page cache" in w]
+
+
+def test_external_script_called_pre_post_end(dataset, tmp_path) -> None:
+    log = tmp_path / "phases.log"
+    script = tmp_path / "hook.sh"
+    script.write_text(f'#!/bin/sh\necho "$1 $SLOB_SESSIONS" >> {log}\n')
+    script.chmod(0o755)
+    run(dataset, tmp_path, UPDATE_PCT=0, RUN_TIME=1, SESSIONS=2, EXTERNAL_SCRIPT=str(script))
+    assert log.read_text().split("\n")[:3] == ["pre 2", "post 2", "end 2"]
+
+
+def test_invalid_value_is_one_line_exit_2(tmp_path) -> None:
+    never = tmp_path / "never"
+    result = CliRunner().invoke(
+        cli, ["run", "--update-pct", "101"], env={"SLOB_DATA_DIR": str(never)}
+    )
+    assert result.exit_code == 2
+    assert result.output.strip().count("\n") == 0 and "UPDATE_PCT" in result.output
+    assert not never.exists()
+
+
+def _backends(server: EmbeddedServer) -> int:
+    with psycopg.connect(server.conninfo()) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'openslob-run%'"
+        ).fetchone()[0]
+
+
+def _wait_for_window(results: Path, timeout: float = 60) -> None:
+    """Until the run's sessions are inside the window (its directory exists, + a margin)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not list(results.glob("*")):
+        time.sleep(0.1)
+    time.sleep(2.5)
+
+
+def test_ctrl_c_cancels_sessions_and_saves_partial_results(dataset, tmp_path) -> None:
+    results = tmp_path / "results"
+    proc = slob_subprocess(
+        "run",
+        "--schemas",
+        "2",
+        "--scale",
+        "3000",
+        "--scan-table-sz",
+        "40",
+        "--seed",
+        "99",
+        "--run-time",
+        "60",
+        "--warmup",
+        "0",
+        "--results-dir",
+        str(results),
+        data_dir=dataset.data_dir,
+    )
+    _wait_for_window(results)
+    assert _backends(dataset) > 0
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 5
+    assert proc.returncode == 130
+    assert _backends(dataset) == 0
+    (run_dir,) = results.iterdir()
+    result = json.loads((run_dir / "run.json").read_text())
+    assert result["status"] == "interrupted"
+    assert 0 < result["window"]["seconds"] < 60
+    assert result["metrics"]["pio_reads_per_s"] > 0  # the window so far was measured
+    assert result["metrics"]["selects_per_s"] > 0
+
+
+@pytest.fixture()
+def doomed_server(tmp_path) -> EmbeddedServer:
+    base = make_base_dir("openslob-doomed-")
+    srv = EmbeddedServer(base / "srv")
+    srv.start("pio")
+    result = CliRunner().invoke(
+        cli,
+        ["setup", "--schemas", "1", "--scale", "2000", "--scan-table-sz", "0"],
+        env={"SLOB_DATA_DIR": str(srv.data_dir)},
+    )
+    assert result.exit_code == 0, result.output
+    yield srv
+    srv.destroy()
+
+
+def test_server_death_fails_the_run_quickly_and_keeps_results(doomed_server, tmp_path) -> None:
+    results = tmp_path / "results"
+    proc = slob_subprocess(
+        "run",
+        "--schemas",
+        "1",
+        "--scale",
+        "2000",
+        "--scan-table-sz",
+        "0",
+        "--run-time",
+        "60",
+        "--warmup",
+        "0",
+        "--results-dir",
+        str(results),
+        data_dir=doomed_server.data_dir,
+    )
+    _wait_for_window(results)
+    killed = time.monotonic()
+    os.kill(doomed_server.status().pid, signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - killed < 10
+    assert proc.returncode == 1, stderr
+    (run_dir,) = results.iterdir()
+    result = json.loads((run_dir / "run.json").read_text())
+    assert result["status"] == "failed" and result["error"]
+    assert result["metrics"]["device_reads_per_s"] is not None  # host figures were kept
+
+
+def test_zero_argument_run_creates_default_data(tmp_path) -> None:
+    base = make_base_dir("openslob-zero-")
+    srv = EmbeddedServer(base / "srv")
+    try:
+        proc = slob_subprocess(
+            "run",
+            "--run-time",
+            "2",
+            "--warmup",
+            "0",
+            "--results-dir",
+            str(tmp_path / "r"),
+            data_dir=srv.data_dir,
+            cwd=tmp_path,
+        )
+        stdout, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, stderr
+        assert "no SLOB data set yet: creating 4 schemas x 8,192 rows (260 MB)" in stderr
+        assert "Load Profile" in stdout
+    finally:
+        srv.destroy()
