@@ -429,3 +429,56 @@ def test_zero_argument_run_creates_default_data(tmp_path) -> None:
         assert "Load Profile" in stdout
     finally:
         srv.destroy()
+
+
+def test_protective_warnings_for_a_small_short_run(dataset, tmp_path) -> None:
+    _, result = run(dataset, tmp_path, UPDATE_PCT=0, RUN_TIME=2)
+    warnings = " | ".join(result["warnings"])
+    assert "less than 10x shared_buffers" in warnings  # 2 x 3000 blocks vs 22 MB cache
+    assert "shorter than 5 sampling intervals" in warnings
+
+
+def test_many_sessions_raise_max_connections(dataset, tmp_path) -> None:
+    notices: list[str] = []
+    flags = {**DATA, "RUN_TIME": "1", "WARMUP": "0", "UPDATE_PCT": "0", "SESSIONS": "120"}
+    config = resolve(flags, None, cwd=tmp_path)
+    _, result = run_benchmark(
+        config,
+        target=None,
+        data_dir=dataset.data_dir,
+        results_parent=tmp_path / "r",
+        notice=notices.append,
+    )
+    assert result["status"] == "complete"
+    assert len({s["pid"] for s in result["sessions"]}) == 120
+    assert any("max_connections=130" in n for n in notices)
+    assert int(dataset.status().settings["max_connections"]) >= 130
+
+
+def test_page_cache_absorbing_reads_is_called_out(fresh_server, tmp_path) -> None:
+    """Buffered I/O and a data set the OS caches: the database 'reads' never reach the disk."""
+    fresh_server.start("pio")
+    with psycopg.connect(fresh_server.conninfo(), autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET debug_io_direct = ''")
+    fresh_server.stop()
+    fresh_server.start()
+    flags = {
+        "SCHEMAS": "1",
+        "SCALE": "3000",
+        "SCAN_TABLE_SZ": "0",
+        "RUN_TIME": "2",
+        "WARMUP": "1",
+        "UPDATE_PCT": "0",
+        "SESSIONS": "2",
+    }
+    config = resolve(flags, None, cwd=tmp_path)
+    results = []
+    for _ in range(2):  # the first run pulls the table into the OS page cache
+        _, result = run_benchmark(
+            config, target=None, data_dir=fresh_server.data_dir, results_parent=tmp_path / "r"
+        )
+        results.append(result)
+    metrics = results[-1]["metrics"]
+    assert metrics["pio_reads_per_s"] > 1000
+    assert metrics["device_reads_per_s"] < 0.5 * metrics["pio_reads_per_s"]
+    assert any("page cache is serving reads" in w for w in results[-1]["warnings"])

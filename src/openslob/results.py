@@ -214,13 +214,14 @@ def _warnings(
     dead = [o for o in record.sessions if o.error and record.status == "complete"]
     if dead:
         warnings.append(f"{len(dead)} session(s) died: {dead[0].error}")
-    if record.last_op_end and record.window_end and record.requested_seconds:
-        tail = record.last_op_end - record.window_end
+    if record.planned_end and record.window_end and record.requested_seconds:
+        tail = record.window_end - record.planned_end
         if tail > 0.01 * record.requested_seconds:
             warnings.append(
-                f"the last SLOBop ended {tail:.2f} s after the window "
-                "(long scans or think time): their I/O is in the database figures "
-                "but after the device snapshot"
+                f"the window ran {tail:.2f} s ({tail / record.requested_seconds * 100:.1f} %) "
+                "past RUN_TIME while the SLOBops in flight finished (slow ops at this "
+                "concurrency, long scans or think time); every figure covers the whole "
+                "measured window"
             )
     if record.leftover_backends:
         warnings.append(
@@ -312,6 +313,7 @@ def build_run_json(
             "warmup_seconds": record.warmup_seconds,
             "barrier": iso(record.start_at),
             "last_op_end": iso(record.last_op_end),
+            "planned_end": iso(record.planned_end),
             "db_snapshots": [before.get("taken_at"), after.get("taken_at")],
             "connect_seconds": None
             if record.connect_seconds is None

@@ -39,7 +39,7 @@ from openslob.options import Config
 
 MAX_CONCURRENT_CONNECTS = 64
 WAIT_SAMPLE_HZ = 10
-BARRIER_LEAD_S = 1.0
+BARRIER_LEAD_S = 0.2
 BARRIER_PER_SESSION_S = 0.004
 EXTERNAL_SCRIPT_TIMEOUT_S = 300
 
@@ -67,6 +67,7 @@ class RunRecord:
     start_at: float | None = None
     window_start: float | None = None
     window_end: float | None = None
+    planned_end: float | None = None
     requested_seconds: float | None = None
     warmup_seconds: float = 0.0
     last_op_end: float | None = None
@@ -439,84 +440,70 @@ class RunController:
             )
 
     async def _drive(self, snapshots: Monitor) -> None:
+        """Warm-up phase, then the window phase, each started by a common barrier.
+
+        Snapshots are taken only while no SLOBop is in flight, so the database counters
+        (published when a CALL ends) and the device counters cover the same work: "before"
+        once every warm-up CALL has returned (sessions then wait for the window barrier),
+        "after" once every window CALL has returned. The window is measured from its barrier
+        to that moment: RUN_TIME plus the tail of the ops in flight when it expired.
+        """
         config, record = self.config, self.record
         warmup, loops = float(config["WARMUP"]), int(config["WORK_LOOP"])
         record.warmup_seconds = warmup
-        record.start_at = time.time() + BARRIER_LEAD_S + BARRIER_PER_SESSION_S * len(self.sessions)
-        record.window_start = record.start_at + warmup
-        if not loops:
-            record.requested_seconds = float(config["RUN_TIME"])
-            record.window_end = record.window_start + record.requested_seconds
-        warmed = asyncio.Event()
-        pending_warmups = [len(self.sessions)]
-        if not warmup:
-            record.db_before = await asyncio.to_thread(snapshots.snapshot)
-            warmed.set()
-
-        async def session_task(session: WorkSession) -> None:
-            outcome = record.sessions[session.id]
-            seed = session_seed(config["SEED"], session.id)
-            try:
-                if warmup:
-                    outcome.warmup = await self.backend.call(
-                        session,
-                        loop_conf(
-                            config,
-                            record=False,
-                            start_epoch=record.start_at,
-                            until_epoch=record.window_start,
-                            loops=0,
-                            seed=seed,
-                        ),
-                    )
-                    seed = None
-                    pending_warmups[0] -= 1
-                    if pending_warmups[0] == 0:
-                        warmed.set()
-                outcome.window = await self.backend.call(
-                    session,
-                    loop_conf(
-                        config,
-                        record=True,
-                        start_epoch=record.start_at if not warmup else 0,
-                        until_epoch=record.window_end,
-                        loops=loops,
-                        seed=seed,
-                    ),
-                )
-            except Exception as exc:
-                outcome.error = _first_line(exc)
-                if not self._stopping.is_set():
-                    self._fail(
-                        "failed", f"session {session.id} ({session.schema}): {outcome.error}"
-                    )
-                warmed.set()
-
-        tasks = [asyncio.create_task(session_task(s)) for s in self.sessions]
-        all_done = asyncio.gather(*tasks)
-        await self._sleep_until(record.window_start)
-        record.host_before = host.take_snapshot(self.devices, self.server_pid)
+        record.start_at = self._barrier()
+        record.requested_seconds = None if loops else float(config["RUN_TIME"])
+        seeds = {s.id: session_seed(config["SEED"], s.id) for s in self.sessions}
         if warmup:
-            await self._wait_any(warmed.wait())
-            if not self._stopping.is_set():
-                record.db_before = await asyncio.to_thread(snapshots.snapshot)
-        if record.window_end is not None:
-            await self._sleep_until(record.window_end)
-            record.host_after = host.take_snapshot(self.devices, self.server_pid)
-        await self._wait_any(asyncio.shield(all_done))
+            warm_end = record.start_at + warmup
+            await self._phase(
+                "warmup",
+                lambda s: loop_conf(
+                    config,
+                    record=False,
+                    start_epoch=record.start_at,
+                    until_epoch=warm_end,
+                    loops=0,
+                    seed=seeds.pop(s.id),
+                ),
+            )
+            if self._stopping.is_set():
+                return
+            window_start = self._barrier()
+        else:
+            window_start = record.start_at
+        record.db_before = await asyncio.to_thread(snapshots.snapshot)
+        record.window_start = window_start
+        planned_end = None if loops else window_start + float(config["RUN_TIME"])
+        record.window_end = planned_end  # the samplers' notion of "inside the window"
+        window = asyncio.ensure_future(
+            self._phase(
+                "window",
+                lambda s: loop_conf(
+                    config,
+                    record=True,
+                    start_epoch=window_start,
+                    until_epoch=planned_end,
+                    loops=loops,
+                    seed=seeds.pop(s.id, None),
+                ),
+            )
+        )
+        await self._sleep_until(window_start)
+        record.host_before = host.take_snapshot(self.devices, self.server_pid)
+        await self._wait_any(asyncio.shield(window))
         if self._stopping.is_set():
+            stopped_at = time.time()
             await asyncio.gather(*(self.backend.cancel(s) for s in self.sessions))
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(all_done), timeout=10)
-            if record.window_end is None or time.time() < record.window_end:
-                record.window_end = time.time()
-                record.host_after = None
-        if record.window_end is None:  # WORK_LOOP: the window ends with the last session
+                await asyncio.wait_for(asyncio.shield(window), timeout=10)
+            record.window_end = min(stopped_at, planned_end or stopped_at)
+        else:
             record.window_end = time.time()
-        if record.host_after is None:
-            record.host_after = host.take_snapshot(self.devices, self.server_pid)
+        record.host_after = host.take_snapshot(self.devices, self.server_pid)
         ends = [o.window["ended_epoch"] for o in record.sessions if o.window]
         record.last_op_end = max(ends) if ends else None
+        record.planned_end = planned_end
         try:
             record.db_after = await asyncio.to_thread(snapshots.snapshot)
         except Exception as exc:  # the server may be gone; keep what was measured
@@ -524,6 +511,28 @@ class RunController:
         error = external_script(config["EXTERNAL_SCRIPT"], "post", self.script_env)
         if error:
             record.notes.append(error)
+
+    def _barrier(self) -> float:
+        """An instant far enough ahead for every session's CALL to arrive before it."""
+        return time.time() + BARRIER_LEAD_S + BARRIER_PER_SESSION_S * len(self.sessions)
+
+    async def _phase(self, name: str, conf_for: Callable[[WorkSession], dict[str, Any]]) -> None:
+        """One CALL per session; the first failure stops the run."""
+
+        async def one(session: WorkSession) -> None:
+            outcome = self.record.sessions[session.id]
+            try:
+                result = await self.backend.call(session, conf_for(session))
+            except Exception as exc:
+                outcome.error = _first_line(exc)
+                if not self._stopping.is_set():
+                    self._fail(
+                        "failed", f"session {session.id} ({session.schema}): {outcome.error}"
+                    )
+                return
+            setattr(outcome, name, result)
+
+        await asyncio.gather(*(one(s) for s in self.sessions))
 
     async def _sleep_until(self, epoch: float) -> None:
         delay = epoch - time.time()
