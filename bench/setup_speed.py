@@ -23,7 +23,7 @@ from psycopg import sql
 from openslob.engines.postgres.dataset import (
     PAD_COLUMNS,
     DatasetLoader,
-    _pad_expressions,
+    pad_expressions,
     wanted_tables,
 )
 from openslob.options import BLOCK_SIZE, parse_size_bytes
@@ -48,7 +48,7 @@ def ctas_load(conninfo: str, rows: int) -> float:
                 "CREATE TABLE public.ctas_reference WITH (fillfactor = 10) AS"
                 " SELECT k AS custid, {pads} FROM generate_series(1, %s::bigint) k,"
                 " (SELECT int8send(1::bigint) AS salt) s"
-            ).format(pads=_pad_expressions()),
+            ).format(pads=pad_expressions(aliased=True)),
             [rows],
         )
         seconds = time.monotonic() - started

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from openslob.servers.fsperm import ensure_service_user
+
 from .conftest import make_base_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,21 +33,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def nonroot_slob() -> Iterator[tuple[Path, Path]]:
-    if subprocess.run(["id", USER], capture_output=True).returncode != 0:
-        subprocess.run(
-            [
-                "useradd",
-                "--system",
-                "--user-group",
-                "--no-create-home",
-                "--home-dir",
-                "/nonexistent",
-                "--shell",
-                "/usr/sbin/nologin",
-                USER,
-            ],
-            check=True,
-        )
+    ensure_service_user(USER)
     base = make_base_dir("openslob-nonroot-")
     venv = base / "venv"
     subprocess.run([str(SYSTEM_PYTHON), "-m", "venv", str(venv)], check=True)

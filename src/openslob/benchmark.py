@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -94,26 +94,11 @@ def local_server(target: Target, settings: dict[str, str]) -> tuple[str | None, 
         return None, None
     try:
         pid = int(Path(data_dir, "postmaster.pid").read_text().split()[0])
-        os.kill(pid, 0)
     except (OSError, ValueError, IndexError):
         return None, None
+    if not host.pid_alive(pid):
+        return None, None
     return data_dir, pid
-
-
-def _alive_check(pid: int | None) -> Callable[[], bool] | None:
-    if pid is None:
-        return None
-
-    def alive() -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-    return alive
 
 
 def run_benchmark(
@@ -153,7 +138,7 @@ def run_benchmark(
         server_pid=server_pid,
         progress=progress,
         script_env=script_env,
-        server_alive=_alive_check(server_pid),
+        server_alive=None if server_pid is None else partial(host.pid_alive, server_pid),
         on_server_death=resolved.server.kill_orphans if resolved.server else None,
     )
     controller.record.notes.extend(notes)

@@ -591,6 +591,32 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
+def pid_alive(pid: int) -> bool:
+    """True while the process exists (EPERM: it exists but belongs to another user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# The device and CPU figures of host_delta that run.json always carries (null if unmeasured).
+DEVICE_CPU_METRICS = (
+    "device_reads_per_s",
+    "device_writes_per_s",
+    "device_read_mb_per_s",
+    "device_write_mb_per_s",
+    "device_read_latency_us",
+    "device_write_latency_us",
+    "device_util_pct",
+    "cpu_user_pct",
+    "cpu_sys_pct",
+    "cpu_iowait_pct",
+)
+
+
 def process_cpu_seconds(pids: Iterable[int], include_reaped: bool = False) -> float:
     """utime + stime of the processes (vanished ones skipped), in seconds.
 

@@ -144,18 +144,7 @@ def build_metrics(
         warnings.append("track_io_timing is off: database read latency is not measured (null)")
     if record.host_before and record.host_after:
         metrics.update(host.host_delta(record.host_before, record.host_after))
-    for key in (
-        "device_reads_per_s",
-        "device_writes_per_s",
-        "device_read_mb_per_s",
-        "device_write_mb_per_s",
-        "device_read_latency_us",
-        "device_write_latency_us",
-        "cpu_user_pct",
-        "cpu_sys_pct",
-        "cpu_iowait_pct",
-        "server_cpu_seconds",
-    ):
+    for key in (*host.DEVICE_CPU_METRICS, "server_cpu_seconds"):
         metrics.setdefault(key, None)
     metrics["db_cpu_s"] = metrics.pop("server_cpu_seconds", None)
     if ops is not None and metrics.get("lio_per_s") is not None and sum(ops.values()):

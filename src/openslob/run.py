@@ -228,23 +228,7 @@ def timeseries_row(
         "phase": phase,
         "seconds": round(seconds, 3),
     }
-    row.update(
-        {
-            k: dev.get(k)
-            for k in (
-                "device_reads_per_s",
-                "device_writes_per_s",
-                "device_read_mb_per_s",
-                "device_write_mb_per_s",
-                "device_read_latency_us",
-                "device_write_latency_us",
-                "device_util_pct",
-                "cpu_user_pct",
-                "cpu_sys_pct",
-                "cpu_iowait_pct",
-            )
-        }
-    )
+    row.update({k: dev.get(k) for k in host.DEVICE_CPU_METRICS})
     if prev_live is None or cur_live is None or seconds <= 0:
         row.update(
             dict.fromkeys(

@@ -37,6 +37,7 @@ from urllib.parse import quote
 import psycopg
 
 from openslob.errors import ServerError
+from openslob.host import pid_alive
 from openslob.servers import fsperm
 from openslob.servers.profiles import PROFILES, render_profile
 
@@ -391,7 +392,7 @@ class EmbeddedServer:
     def _running_pid(self) -> int | None:
         """The postmaster's pid when it is alive and really serves our PGDATA."""
         pid = self._postmaster_pid_file()
-        if pid is None or not _pid_alive(pid):
+        if pid is None or not pid_alive(pid):
             return None
         return pid if self._serves_pgdata(pid) else None
 
@@ -494,16 +495,6 @@ REPORTED_SETTINGS = (
 )
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _port_free(port: int) -> bool:
     with socket.socket() as sock:
         try:
@@ -516,7 +507,7 @@ def _port_free(port: int) -> bool:
 def wait_until_stopped(pid: int, timeout: float = 10) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             return True
         time.sleep(0.05)
     return False

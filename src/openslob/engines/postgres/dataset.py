@@ -77,14 +77,14 @@ def wanted_tables(schemas: int, scale: int, scan_rows: int, seed: int) -> list[T
 # ------------------------------------------------------------------------------- SQL
 
 
-def _pad_expressions() -> sql.Composable:
+def pad_expressions(*, aliased: bool = False) -> sql.Composable:
     """c2..c20 values for key k: left(hex(sha512(k*32+column || salt)), 96)."""
-    parts = [
-        sql.SQL("left(encode(sha512(int8send(k * 32 + {col}) || salt), 'hex'), {n})").format(
+    parts = []
+    for col_no, name in enumerate(PAD_COLUMNS, start=2):
+        expr = sql.SQL("left(encode(sha512(int8send(k * 32 + {col}) || salt), 'hex'), {n})").format(
             col=sql.Literal(col_no), n=sql.Literal(PAD_CHARS)
         )
-        for col_no in range(2, 2 + len(PAD_COLUMNS))
-    ]
+        parts.append(sql.SQL("{} AS {}").format(expr, sql.Identifier(name)) if aliased else expr)
     return sql.SQL(", ").join(parts)
 
 
@@ -121,7 +121,7 @@ def load_chunk_sql(spec: TableSpec) -> sql.Composed:
     ).format(
         table=sql.Identifier(spec.schema, spec.table),
         cols=sql.SQL(", ").join(map(sql.Identifier, PAD_COLUMNS)),
-        pads=_pad_expressions(),
+        pads=pad_expressions(),
     )
 
 

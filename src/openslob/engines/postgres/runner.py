@@ -49,7 +49,7 @@ class Monitor:
     def loop_counters(self) -> dict[str, float] | None:
         if not self.with_statements:
             return None
-        return stats.loop_counters(stats.statements(self.conn))
+        return stats.loop_counters(stats.statements(self.conn, loop_only=True))
 
     def waits(self, application_name: str) -> dict[str, int]:
         self.conn.execute("SELECT pg_stat_clear_snapshot()")

@@ -141,8 +141,12 @@ def classify(query: str) -> str | None:
     return None
 
 
-def statements(conn: psycopg.Connection) -> list[dict[str, Any]] | None:
-    """pg_stat_statements rows of this database, or None without the extension."""
+def statements(conn: psycopg.Connection, *, loop_only: bool = False) -> list[dict[str, Any]] | None:
+    """pg_stat_statements rows of this database, or None without the extension.
+
+    loop_only keeps the work loop's statements (filtered in the server: the live sampler
+    reads them every interval and should not ship thousands of rows each time).
+    """
     if not has_statements(conn):
         return None
     version = conn.info.server_version
@@ -153,15 +157,9 @@ def statements(conn: psycopg.Connection) -> list[dict[str, Any]] | None:
         f"SELECT queryid::text AS queryid, left(query, 200) AS query, calls,"
         f" {exec_time} AS total_exec_time, rows, shared_blks_hit, shared_blks_read,"
         f" shared_blks_dirtied, shared_blks_written, {read_time} AS read_time_ms,"
-        " wal_records, wal_fpi, wal_bytes"
-        " FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database"
-        " WHERE datname = current_database()) AND toplevel IS NOT NULL"
-        if version >= 140000
-        else f"SELECT queryid::text AS queryid, left(query, 200) AS query, calls,"
-        f" {exec_time} AS total_exec_time, rows, shared_blks_hit, shared_blks_read,"
-        f" shared_blks_dirtied, shared_blks_written, {read_time} AS read_time_ms,"
-        " wal_records, wal_fpi, wal_bytes FROM pg_stat_statements WHERE dbid ="
-        " (SELECT oid FROM pg_database WHERE datname = current_database())"
+        " wal_records, wal_fpi, wal_bytes FROM pg_stat_statements"
+        " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        + (r" AND query ~* '^\s*(UPDATE\s|SELECT\s+count\(c2\))'" if loop_only else "")
     )
     rows = []
     for r in cur.fetchall():
