@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -101,27 +102,49 @@ def local_server(target: Target, settings: dict[str, str]) -> tuple[str | None, 
     return data_dir, pid
 
 
-def run_benchmark(
+@dataclass
+class Prepared:
+    """A target made ready for runs: server up, capacity, data checked, procedures in."""
+
+    target: Target
+    engine: PostgresEngine
+    description: dict[str, Any]
+
+
+def prepare(
     config: Config,
     *,
     target: str | None,
     data_dir: Path | None,
-    results_parent: Path,
-    label: str | None = None,
     notice: Notice = lambda _msg: None,
-    progress: ProgressFn | None = None,
     setup_progress: ProgressCallback | None = None,
-) -> tuple[Path, dict[str, Any]]:
+    max_sessions: int | None = None,
+) -> Prepared:
+    """Everything before the first run; a sweep does it once for all its points."""
     resolved = resolve_target(target, data_dir)
-    sessions = len(session_schemas(config))
-    ensure_capacity(resolved, sessions, notice)
+    ensure_capacity(resolved, max_sessions or len(session_schemas(config)), notice)
     engine = PostgresEngine(resolved.conninfo)
     description = engine.describe()
     schemas = needed_schemas(config)
     ensure_data(engine, config, schemas, notice, setup_progress)
     with engine._connect() as conn:
         install_procedures(conn, schemas)
-    run_dir = run_directory(results_parent, label)
+    return Prepared(resolved, engine, description)
+
+
+def execute(
+    prepared: Prepared,
+    config: Config,
+    run_dir: Path,
+    *,
+    label: str | None = None,
+    notice: Notice = lambda _msg: None,
+    progress: ProgressFn | None = None,
+) -> dict[str, Any]:
+    """One run into `run_dir` (created if needed); returns the run.json dict it wrote."""
+    resolved = prepared.target
+    run_dir.mkdir(parents=True, exist_ok=True)
+    sessions = len(session_schemas(config))
     backend = PostgresRunBackend(resolved.conninfo, f"openslob-run {run_dir.name}")
     settings = backend.settings()
     local_data_dir, server_pid = local_server(resolved, settings)
@@ -143,11 +166,11 @@ def run_benchmark(
     )
     controller.record.notes.extend(notes)
     record = controller.run()
-    profile = resolved.server.status().profile if resolved.server else None
+    profile = _profile(resolved)
     run = build_run_json(
         record=record,
         config=config,
-        engine=description,
+        engine=prepared.description,
         settings=settings,
         host_info=host_info,
         profile=profile,
@@ -159,4 +182,33 @@ def run_benchmark(
     error = external_script(config["EXTERNAL_SCRIPT"], "end", script_env)
     if error:
         notice(error)
+    return run
+
+
+def _profile(target: Target) -> str | None:
+    if target.server is None:
+        return None
+    try:
+        return target.server.status().profile
+    except Exception:  # the server may have died during the run; the results still count
+        return None
+
+
+def run_benchmark(
+    config: Config,
+    *,
+    target: str | None,
+    data_dir: Path | None,
+    results_parent: Path,
+    label: str | None = None,
+    notice: Notice = lambda _msg: None,
+    progress: ProgressFn | None = None,
+    setup_progress: ProgressCallback | None = None,
+) -> tuple[Path, dict[str, Any]]:
+    """`slob run`: prepare the target, run once into a new timestamped directory."""
+    prepared = prepare(
+        config, target=target, data_dir=data_dir, notice=notice, setup_progress=setup_progress
+    )
+    run_dir = run_directory(results_parent, label)
+    run = execute(prepared, config, run_dir, label=label, notice=notice, progress=progress)
     return run_dir, run

@@ -11,7 +11,14 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from openslob import __version__
@@ -444,19 +451,400 @@ def _progress_line(row: dict[str, Any]) -> str:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("run_dir", type=click.Path(exists=True, path_type=Path))
+@add_options("sweep")
+@click.option(
+    "--results-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("slob-results"),
+    show_default=True,
+    help="Parent directory of the sweep directory.",
+)
+@click.option(
+    "--label",
+    default=None,
+    help="Names the sweep directory (sweep-LABEL); rerun with the same label to resume.",
+)
+@click.option(
+    "--sweep-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Use this sweep directory instead of RESULTS_DIR/sweep-LABEL.",
+)
+@click.option(
+    "--plots/--no-plots",
+    default=True,
+    show_default=True,
+    help="Draw the petal plots when the sweep is complete.",
+)
+@target_option
+@data_dir_option
 @friendly_errors
-def report(run_dir: Path) -> None:
-    """Re-render the AWR-like text report of a run from its run.json.
+def sweep(
+    target: str,
+    data_dir: Path | None,
+    results_dir: Path,
+    label: str | None,
+    sweep_dir: Path | None,
+    plots: bool,
+    **params: Any,
+) -> None:
+    """Run a matrix of SLOB runs: any option may be a comma list. Resumable.
+
+    For each UPDATE_PCT (in the order given), sessions ascending, one run directory per
+    point in the sweep directory, plus sweep.json (plan and status), sweep.csv (the
+    analyze table) and plots/ (petal plots). Rerunning the same command skips the
+    complete points and redoes interrupted or failed ones.
 
     \b
-    Example:
-      slob report slob-results/20261122T050000Z-readonly
+    Examples:
+      slob sweep --sessions 1,2,4,8 --update-pct 0,10,20,30 --run-time 60 --label ssd
+      slob sweep --sessions 4,16,64 --work-unit 16,64 --update-pct 0 --label wu
     """
-    from openslob.report.text import render_text
+    from openslob import sweep as harness
+
+    conf = params.pop("conf", None)
+    flags = {name: params.pop(option.param) for name, option in _sweep_options().items()}
+    plan = harness.plan_sweep(flags, conf, Path.cwd())  # every point validated up front
+    path = sweep_dir or harness.sweep_directory(results_dir, label)
+    per_point = float(plan.points[0].config["WARMUP"]) + float(plan.points[0].config["RUN_TIME"])
+    axes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in plan.axes.items())
+    err.print(
+        f"sweep {path}: {len(plan.points)} points ({axes}), ~{per_point:g} s each", highlight=False
+    )
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("sweep", total=len(plan.points))
+
+        def started(entry: dict[str, Any]) -> None:
+            bar.update(task, description=f"{entry['name']}")
+
+        def done(entry: dict[str, Any], result: dict[str, Any] | None) -> None:
+            bar.advance(task)
+            bar.console.print(_point_line(entry, result), highlight=False)
+
+        outcome = harness.run_sweep(
+            plan,
+            path=path,
+            label=label,
+            target=target,
+            data_dir=data_dir,
+            notice=lambda msg: bar.console.print(f"[dim]note:[/] {msg}", highlight=False),
+            point_started=started,
+            point_done=done,
+        )
+        bar.update(task, completed=len(outcome.ran) + len(outcome.skipped))
+    if outcome.skipped:
+        err.print(f"{len(outcome.skipped)} point(s) already complete, skipped", highlight=False)
+    _finish_sweep(path, plots)
+    if outcome.run_seconds:
+        err.print(
+            f"wall {outcome.wall_seconds:.1f} s for {outcome.run_seconds:.1f} s of warm-up "
+            f"and windows ({outcome.wall_seconds / outcome.run_seconds:.2f}x)",
+            highlight=False,
+        )
+    if outcome.stopped:
+        err.print(
+            f"sweep stopped: a point ended {outcome.stopped}; rerun the same command to resume",
+            highlight=False,
+        )
+        sys.exit(130 if outcome.stopped == "interrupted" else 1)
+
+
+def _sweep_options() -> dict[str, Any]:
+    from openslob.options import options_for
+
+    return {option.name: option for option in options_for("sweep")}
+
+
+def _point_line(entry: dict[str, Any], result: dict[str, Any] | None) -> str:
+    metrics = (result or {}).get("metrics") or {}
+
+    def num(key: str) -> str:
+        value = metrics.get(key)
+        return "n/a" if value is None else f"{value:,.0f}"
+
+    status = entry["status"] + (f" ({entry['error']})" if entry.get("error") else "")
+    return (
+        f"{entry['name']:<32} {status:<10} ops/s {num('slobops_per_s'):>8}  "
+        f"reads/s {num('pio_reads_per_s'):>8}  writes/s {num('pio_writes_per_s'):>8}  "
+        f"read {num('db_read_latency_us'):>6} us"
+    )
+
+
+def _finish_sweep(path: Path, plots: bool) -> None:
+    """sweep.csv from the complete points and, when asked, the petal plots."""
+    from openslob.collect import find_runs
+
+    try:
+        refs = find_runs([path])
+    except OpenslobError:
+        return
+    from openslob.analyze import analyze_rows, render_csv
+
+    (path / "sweep.csv").write_text(render_csv(analyze_rows(refs)))
+    if plots:
+        from openslob.report.plots import petal, save
+
+        for x in ("iops", "mbps"):
+            save(petal(refs, x=x), path / "plots" / f"petal_{x}")
+        err.print(f"plots: {path / 'plots'}", highlight=False)
+
+
+paths_argument = click.argument(
+    "paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path)
+)
+
+
+@cli.command(context_settings=CONTEXT)
+@paths_argument
+@click.option("--csv", "as_csv", is_flag=True, help="CSV instead of the aligned table.")
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of the aligned table.")
+@click.option(
+    "--events",
+    is_flag=True,
+    help="flashdba's per-event view: run, event, waits, time, latency, IOPS.",
+)
+@click.option(
+    "--timeseries",
+    is_flag=True,
+    help="Sustained throughput: find the steady level and degradation episodes.",
+)
+@click.option(
+    "--iops-drop-pct",
+    type=click.FloatRange(0, 100),
+    default=20.0,
+    show_default=True,
+    help="--timeseries: IOPS this far below the steady level is degraded.",
+)
+@click.option(
+    "--latency-rise-pct",
+    type=click.FloatRange(0),
+    default=50.0,
+    show_default=True,
+    help="--timeseries: latency this far above the steady level is degraded.",
+)
+@click.option(
+    "--min-seconds",
+    type=click.FloatRange(0),
+    default=30.0,
+    show_default=True,
+    help="--timeseries: shortest episode reported.",
+)
+@click.option(
+    "--baseline-seconds",
+    type=click.FloatRange(1),
+    default=60.0,
+    show_default=True,
+    help="--timeseries: length of the early steady level (median).",
+)
+@click.option(
+    "--skip-seconds",
+    type=click.FloatRange(0),
+    default=30.0,
+    show_default=True,
+    help="--timeseries: ramp-up ignored before the steady level.",
+)
+@friendly_errors
+def analyze(
+    paths: tuple[Path, ...],
+    as_csv: bool,
+    as_json: bool,
+    events: bool,
+    timeseries: bool,
+    iops_drop_pct: float,
+    latency_rise_pct: float,
+    min_seconds: float,
+    baseline_seconds: float,
+    skip_seconds: float,
+) -> None:
+    """One line per run with the columns SLOB users know from awr_info.
+
+    PATHS are run directories, sweep directories or trees holding them; runs from other
+    machines and tool versions are read by their schema_version. Unmeasured figures are n/a.
+
+    \b
+    Examples:
+      slob analyze slob-results/sweep-ssd
+      slob analyze slob-results/sweep-ssd slob-results/sweep-hdd --csv > both.csv
+      slob analyze --events slob-results/sweep-ssd
+      slob analyze --timeseries --iops-drop-pct 25 slob-results/20261122T050000Z-soak
+    """
+    from dataclasses import asdict
+
+    from openslob import analyze as an
+    from openslob.collect import find_runs
+
+    refs = find_runs(list(paths))
+    if timeseries:
+        reports = []
+        for ref in refs:
+            report_ = an.detect_degradation(
+                an.load_timeseries(ref.path),
+                iops_drop_pct=iops_drop_pct,
+                latency_rise_pct=latency_rise_pct,
+                min_seconds=min_seconds,
+                baseline_seconds=baseline_seconds,
+                skip_seconds=skip_seconds,
+            )
+            reports.append((ref, report_))
+        if as_json:
+            click.echo(
+                json.dumps(
+                    [{"run": r.name, **asdict(d)} for r, d in reports], indent=2, default=str
+                )
+            )
+        else:
+            for ref, report_ in reports:
+                click.echo(f"{ref.name}: {an.render_degradation(report_)}")
+        return
+    if events:
+        rows = an.event_rows(refs)
+        if as_csv:
+            click.echo(an.render_csv(rows, an.EVENT_COLUMNS), nl=False)
+        elif as_json:
+            click.echo(an.render_json(rows))
+        else:
+            click.echo(an.render_events(rows))
+        return
+    rows = an.analyze_rows(refs)
+    if as_csv:
+        click.echo(an.render_csv(rows), nl=False)
+    elif as_json:
+        click.echo(an.render_json(rows))
+    else:
+        click.echo(an.render_table(rows))
+
+
+@cli.command(context_settings=CONTEXT)
+@paths_argument
+@click.option(
+    "--kind",
+    type=click.Choice(["petal", "timeseries", "latency", "all"]),
+    default="all",
+    show_default=True,
+    help="petal: latency vs IOPS and MB/s per update %; timeseries: per run over "
+    "time; latency: histogram and percentiles per op type.",
+)
+@click.option(
+    "--latency",
+    "latency_kind",
+    type=click.Choice(["db_read", "op_p50", "op_p99", "device_read"]),
+    default="db_read",
+    show_default=True,
+    help="Petal y axis.",
+)
+@click.option("--log-x", is_flag=True, help="Logarithmic x axis (petal).")
+@click.option("--log-y", is_flag=True, help="Logarithmic y axis (petal).")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("slob-plots"),
+    show_default=True,
+    help="Directory for the files.",
+)
+@click.option(
+    "--format", "formats", default="png,svg", show_default=True, help="Comma list of png, svg."
+)
+@friendly_errors
+def plot(
+    paths: tuple[Path, ...],
+    kind: str,
+    latency_kind: str,
+    log_x: bool,
+    log_y: bool,
+    output: Path,
+    formats: str,
+) -> None:
+    """Draw petal plots, time series and latency histograms (PNG and SVG).
+
+    Several sweeps overlay in one petal plot, with a legend from their labels.
+
+    \b
+    Examples:
+      slob plot slob-results/sweep-ssd
+      slob plot slob-results/sweep-ssd slob-results/sweep-hdd --kind petal --latency op_p99
+      slob plot slob-results/20261122T050000Z-soak --kind timeseries -o soak-plots
+    """
+    from openslob.analyze import detect_degradation, load_timeseries
+    from openslob.collect import find_runs
+    from openslob.report import plots
+
+    chosen = tuple(f.strip() for f in formats.split(",") if f.strip())
+    bad = [f for f in chosen if f not in ("png", "svg")]
+    if bad or not chosen:
+        raise OpenslobError(f"--format={formats}: allowed png, svg")
+    refs = find_runs(list(paths))
+    written: list[Path] = []
+    if kind in ("petal", "all"):
+        for x in ("iops", "mbps"):
+            fig = plots.petal(refs, x=x, latency=latency_kind, log_x=log_x, log_y=log_y)
+            written += plots.save(fig, output / f"petal_{x}_{latency_kind}", chosen)
+    if kind in ("timeseries", "all"):
+        for ref in refs:
+            rows = load_timeseries(ref.path)
+            if not rows:
+                continue
+            report_ = detect_degradation(rows)
+            marks = [(e.start_s, e.end_s, e.kind) for e in report_.episodes]
+            fig = plots.timeseries(rows, title=ref.name, marks=marks)
+            written += plots.save(fig, output / f"timeseries_{ref.name}", chosen)
+    if kind in ("latency", "all"):
+        for ref in refs:
+            if any((ref.run.get("latency") or {}).values()):
+                fig = plots.latency_histogram(ref.run, title=ref.name)
+                written += plots.save(fig, output / f"latency_{ref.name}", chosen)
+    for path in written:
+        click.echo(str(path))
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--html",
+    "as_html",
+    is_flag=True,
+    help="Write one self-contained HTML file (inline SVG, works offline).",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="HTML file to write (default PATH/report.html).",
+)
+@friendly_errors
+def report(path: Path, as_html: bool, output: Path | None) -> None:
+    """Re-render a run's AWR-like text report from run.json, or an HTML report.
+
+    PATH is a run directory (text or HTML) or a sweep directory (HTML: the analyze table,
+    the petal plots and every point's report).
+
+    \b
+    Examples:
+      slob report slob-results/20261122T050000Z-readonly
+      slob report slob-results/sweep-ssd --html
+    """
+    from openslob.collect import find_runs
     from openslob.results import load_run
 
-    click.echo(render_text(load_run(run_dir)), nl=False)
+    if as_html:
+        from openslob.report.html import write_html
+
+        target = output or (path if path.is_dir() else path.parent) / "report.html"
+        click.echo(str(write_html(find_runs([path]), target)))
+        return
+    from openslob.report.text import render_text
+
+    click.echo(render_text(load_run(path)), nl=False)
 
 
 def main() -> None:

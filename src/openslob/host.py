@@ -699,12 +699,12 @@ def host_delta(before: HostSnapshot, after: HostSnapshot) -> dict[str, float | N
     disk = sum_disk_delta(before.disks, after.disks, seconds, sorted(before.disks))
     cpu = cpu_delta(before.proc_stat, after.proc_stat, seconds)
     psi = pressure_delta(before.pressure, after.pressure, seconds)
-    server = (
+    server = None
+    if before.server_cpu_seconds is not None and after.server_cpu_seconds is not None:
         # rounded: both are whole clock ticks, the float difference is not
-        round(max(0.0, after.server_cpu_seconds - before.server_cpu_seconds), 6)
-        if before.server_cpu_seconds is not None and after.server_cpu_seconds is not None
-        else None
-    )
+        spent = round(after.server_cpu_seconds - before.server_cpu_seconds, 6)
+        # Backwards means the process tree died or was replaced: not measurable, not 0.
+        server = spent if spent >= 0 else None
     cpus = after.proc_stat.cpus
 
     def dev(attr: str) -> float | None:

@@ -1,0 +1,109 @@
+"""One self-contained HTML file for a run or a sweep: inline SVG and CSS, works offline.
+
+Reads only results (run.json, timeseries.csv, sweep.json) through collect.py; the plots and
+the analyze table come from the same functions the CLI uses.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import UTC, datetime
+from pathlib import Path
+
+from openslob import __version__
+from openslob.analyze import analyze_rows, load_timeseries, render_table
+from openslob.collect import RunRef
+from openslob.report import plots
+from openslob.report.text import render_text
+
+_CSS = """
+body { font-family: system-ui, -apple-system, Segoe UI, Roboto, sans-serif; margin: 2rem auto;
+       max-width: 1200px; color: #1d1d1f; padding: 0 1rem; }
+h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { font-size: 1.15rem; margin-top: 2rem;
+     border-bottom: 1px solid #ddd; padding-bottom: .2rem; }
+.meta { color: #666; font-size: .9rem; }
+pre { background: #f6f8fa; padding: .8rem; overflow-x: auto; font-size: .78rem;
+      line-height: 1.35; border-radius: 6px; }
+figure { margin: 1rem 0; } figure svg { max-width: 100%; height: auto; }
+.warn { background: #fff4e5; border-left: 4px solid #f0a020; padding: .5rem .8rem; }
+details summary { cursor: pointer; font-weight: 600; margin: .4rem 0; }
+"""
+
+
+def _page(title: str, body: list[str]) -> str:
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>"
+        f'<p class="meta">openslob {__version__} · generated {stamp}</p>'
+        + "\n".join(body)
+        + "</body></html>\n"
+    )
+
+
+def _figure(fig: object, caption: str) -> str:
+    return (
+        f"<figure>{plots.figure_svg(fig)}<figcaption>{html.escape(caption)}</figcaption></figure>"
+    )
+
+
+def _pre(text: str) -> str:
+    return f"<pre>{html.escape(text)}</pre>"
+
+
+def _warnings(run: dict) -> str:
+    items = run.get("warnings") or []
+    if not items:
+        return ""
+    lis = "".join(f"<li>{html.escape(w)}</li>" for w in items)
+    return f'<div class="warn"><strong>Warnings</strong><ul>{lis}</ul></div>'
+
+
+def run_html(ref: RunRef) -> str:
+    run = ref.run
+    body = [_warnings(run), "<h2>Summary (analyze)</h2>", _pre(render_table(analyze_rows([ref])))]
+    rows = load_timeseries(ref.path)
+    if rows:
+        body += [
+            "<h2>Time series</h2>",
+            _figure(plots.timeseries(rows), "IOPS, MB/s and latency per sampling interval"),
+        ]
+    if any(run.get("latency", {}).get(kind) for kind in ("select", "update", "scan")):
+        body += [
+            "<h2>SLOBop latency</h2>",
+            _figure(plots.latency_histogram(run), "in-loop histograms per op type"),
+        ]
+    body += ["<h2>Report</h2>", _pre(render_text(run))]
+    return _page(f"openslob run {ref.name}", body)
+
+
+def sweep_html(refs: list[RunRef], title: str) -> str:
+    body = ["<h2>Runs (analyze)</h2>", _pre(render_table(analyze_rows(refs)))]
+    for x, caption in (
+        ("iops", "latency vs physical I/O per second"),
+        ("mbps", "latency vs MB per second"),
+    ):
+        body.append(
+            _figure(
+                plots.petal(refs, x=x),
+                f"Petal plot: {caption}; one curve per update %, points labelled by session count",
+            )
+        )
+    body.append("<h2>Reports per run</h2>")
+    for ref in refs:
+        body.append(
+            f"<details><summary>{html.escape(ref.name)}</summary>"
+            f"{_warnings(ref.run)}{_pre(render_text(ref.run))}</details>"
+        )
+    return _page(title, body)
+
+
+def write_html(refs: list[RunRef], output: Path, title: str | None = None) -> Path:
+    """A run's page when there is one run, else the sweep/collection page."""
+    if len(refs) == 1 and refs[0].sweep is None:
+        text = run_html(refs[0])
+    else:
+        text = sweep_html(refs, title or f"openslob sweep {refs[0].label}")
+    output.write_text(text)
+    return output

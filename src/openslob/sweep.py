@@ -1,0 +1,300 @@
+"""The harness: a matrix of runs, resumable, as flashdba's loops did by hand.
+
+Any run parameter may be given as a comma list (`--update-pct 0,10,20,30 --sessions 1,2,4,8
+--work-unit 16,64`). Points run for each UPDATE_PCT in the order given, then the other lists,
+with SESSIONS innermost and ascending (flashdba's order: each petal grows point by point).
+Every point's full configuration is resolved and validated before the first run starts.
+
+The sweep directory (collect.py has the contract) is named after the label, not the time, so
+rerunning the same command finds it: complete points are skipped, interrupted or failed ones
+are run again, and a different plan in the same directory is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from openslob.benchmark import Notice, Prepared, execute, prepare
+from openslob.collect import SWEEP_FILE
+from openslob.errors import ConfigError
+from openslob.options import OPTIONS_BY_NAME, Config, parse_value, resolve
+from openslob.run import ProgressFn, session_schemas
+
+SCHEMA_VERSION = 1
+# Options whose values may legitimately contain commas are never split into lists.
+_NOT_LISTABLE = {"str", "path"}
+_OUTER = "UPDATE_PCT"
+_INNER = "SESSIONS"
+
+
+@dataclass
+class Point:
+    name: str
+    params: dict[str, Any]  # the varied parameters, parsed
+    config: Config
+
+
+@dataclass
+class SweepPlan:
+    axes: dict[str, list[Any]]
+    base: dict[str, Any]
+    points: list[Point] = field(default_factory=list)
+
+    def as_json_plan(self) -> dict[str, Any]:
+        return {"axes": self.axes, "base": self.base}
+
+
+def split_axes(
+    flags: Mapping[str, str | None],
+) -> tuple[dict[str, str | None], dict[str, list[str]]]:
+    """Separate single-valued flags from comma lists (the sweep's axes)."""
+    single: dict[str, str | None] = {}
+    axes: dict[str, list[str]] = {}
+    for name, raw in flags.items():
+        option = OPTIONS_BY_NAME.get(name)
+        if raw is not None and "," in raw and option is not None:
+            if option.kind in _NOT_LISTABLE:
+                single[name] = raw
+                continue
+            values = [v.strip() for v in raw.split(",")]
+            if any(not v for v in values):
+                raise ConfigError(f"{name}={raw}: empty value in the list")
+            axes[name] = values
+        else:
+            single[name] = raw
+    return single, axes
+
+
+def _ordered_axes(parsed: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """UPDATE_PCT outermost, SESSIONS innermost ascending, the rest in the order given."""
+    ordered: dict[str, list[Any]] = {}
+    if _OUTER in parsed:
+        ordered[_OUTER] = parsed[_OUTER]
+    for name, values in parsed.items():
+        if name not in (_OUTER, _INNER):
+            ordered[name] = values
+    if _INNER in parsed:
+        ordered[_INNER] = sorted(parsed[_INNER])
+    return ordered
+
+
+def point_name(params: Mapping[str, Any]) -> str:
+    """update_pct-0_sessions-1: stable, shell-friendly, sorted as the plan runs."""
+    return "_".join(f"{name.lower()}-{_text(value)}" for name, value in params.items())
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).lower()
+
+
+def plan_sweep(flags: Mapping[str, str | None], conf: Path | None, cwd: Path) -> SweepPlan:
+    """Resolve and validate every point before anything runs."""
+    single, raw_axes = split_axes(flags)
+    if not raw_axes:
+        raise ConfigError(
+            "a sweep needs at least one list, e.g. --sessions 1,2,4,8 --update-pct 0,10,20,30"
+        )
+    parsed: dict[str, list[Any]] = {}
+    for name, values in raw_axes.items():
+        items = [parse_value(OPTIONS_BY_NAME[name], v) for v in values]
+        if len(set(map(repr, items))) != len(items):
+            raise ConfigError(f"{name}={','.join(values)}: a value is listed twice")
+        parsed[name] = items
+    axes = _ordered_axes(parsed)
+    base_config = resolve(single, conf, cwd=cwd)
+    plan = SweepPlan(
+        axes=axes, base={k: v for k, v in base_config.as_dict().items() if k not in axes}
+    )
+    for combo in _combinations(list(axes.items())):
+        point_flags = dict(single)
+        point_flags.update(
+            {name: raw_axes[name][parsed[name].index(v)] for name, v in combo.items()}
+        )
+        plan.points.append(Point(point_name(combo), combo, resolve(point_flags, conf, cwd=cwd)))
+    return plan
+
+
+def _combinations(axes: list[tuple[str, list[Any]]]) -> list[dict[str, Any]]:
+    if not axes:
+        return [{}]
+    (name, values), rest = axes[0], axes[1:]
+    return [{name: v, **tail} for v in values for tail in _combinations(rest)]
+
+
+# ------------------------------------------------------------------------ the directory
+
+
+def sweep_directory(results_dir: Path, label: str | None) -> Path:
+    return results_dir / f"sweep-{label or 'default'}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def load_or_create(path: Path, plan: SweepPlan, label: str | None) -> dict[str, Any]:
+    """The sweep.json to work from: the existing one when the plan matches, else a new one."""
+    file = path / SWEEP_FILE
+    fresh_points = [
+        {
+            "name": p.name,
+            "params": p.params,
+            "status": "pending",
+            "run_dir": p.name,
+            "started": None,
+            "finished": None,
+            "error": None,
+        }
+        for p in plan.points
+    ]
+    if file.exists():
+        existing = json.loads(file.read_text())
+        if _comparable(existing) != _comparable({"axes": plan.axes, "base": plan.base}):
+            raise ConfigError(
+                f"{path} holds a sweep with a different plan; use another --label "
+                "(or --sweep-dir) for this one"
+            )
+        return existing
+    path.mkdir(parents=True, exist_ok=True)
+    sweep = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "sweep",
+        "label": label,
+        "created": _now(),
+        "axes": plan.axes,
+        "base": plan.base,
+        "points": fresh_points,
+    }
+    save(path, sweep)
+    return sweep
+
+
+def _comparable(sweep: Mapping[str, Any]) -> str:
+    # Through JSON so that tuples/lists and int/float spellings compare the way they're stored.
+    return json.dumps(
+        {"axes": sweep.get("axes"), "base": sweep.get("base")}, sort_keys=True, default=str
+    )
+
+
+def save(path: Path, sweep: dict[str, Any]) -> None:
+    tmp = path / (SWEEP_FILE + ".tmp")
+    tmp.write_text(json.dumps(sweep, indent=2, default=str) + "\n")
+    tmp.replace(path / SWEEP_FILE)
+
+
+# ------------------------------------------------------------------------------ running
+
+
+@dataclass
+class SweepOutcome:
+    path: Path
+    sweep: dict[str, Any]
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    stopped: str | None = None  # status of the point that stopped the sweep
+    wall_seconds: float = 0.0
+    run_seconds: float = 0.0  # Σ (warm-up + window) of the points run now
+
+
+PointDone = Callable[[dict[str, Any], dict[str, Any] | None], None]
+
+
+def run_sweep(
+    plan: SweepPlan,
+    *,
+    path: Path,
+    label: str | None,
+    target: str | None,
+    data_dir: Path | None,
+    notice: Notice = lambda _msg: None,
+    progress: ProgressFn | None = None,
+    point_started: Callable[[dict[str, Any]], None] | None = None,
+    point_done: PointDone | None = None,
+) -> SweepOutcome:
+    started = time.monotonic()
+    sweep = load_or_create(path, plan, label)
+    outcome = SweepOutcome(path, sweep)
+    by_name = {p.name: p for p in plan.points}
+    todo = [p for p in sweep["points"] if p["status"] != "complete"]
+    outcome.skipped = [p["name"] for p in sweep["points"] if p["status"] == "complete"]
+    if todo:
+        prepared = _prepare_once(plan, [by_name[p["name"]] for p in todo], target, data_dir, notice)
+        for entry in todo:
+            result = _run_point(
+                prepared,
+                path,
+                sweep,
+                entry,
+                by_name[entry["name"]],
+                label,
+                notice,
+                progress,
+                point_started,
+            )
+            outcome.ran.append(entry["name"])
+            config = by_name[entry["name"]].config
+            outcome.run_seconds += float(config["WARMUP"]) + (
+                (result or {}).get("window", {}).get("seconds") or 0.0
+            )
+            if point_done:
+                point_done(entry, result)
+            if entry["status"] != "complete":
+                outcome.stopped = entry["status"]
+                break
+    outcome.wall_seconds = time.monotonic() - started
+    return outcome
+
+
+def _prepare_once(
+    plan: SweepPlan, points: list[Point], target: str | None, data_dir: Path | None, notice: Notice
+) -> Prepared:
+    """Server, capacity for the largest point, data and procedures: checked once."""
+    widest = max(points, key=lambda p: (p.config["SCHEMAS"], len(session_schemas(p.config))))
+    max_sessions = max(len(session_schemas(p.config)) for p in points)
+    return prepare(
+        widest.config, target=target, data_dir=data_dir, notice=notice, max_sessions=max_sessions
+    )
+
+
+def _run_point(
+    prepared: Prepared,
+    path: Path,
+    sweep: dict[str, Any],
+    entry: dict[str, Any],
+    point: Point,
+    label: str | None,
+    notice: Notice,
+    progress: ProgressFn | None,
+    point_started: Callable[[dict[str, Any]], None] | None,
+) -> dict[str, Any] | None:
+    run_dir = path / entry["run_dir"]
+    if run_dir.exists():  # an earlier attempt that did not complete: ours to replace
+        shutil.rmtree(run_dir)
+    entry.update(status="running", started=_now(), finished=None, error=None)
+    save(path, sweep)
+    if point_started:
+        point_started(entry)
+    result: dict[str, Any] | None = None
+    try:
+        result = execute(
+            prepared, point.config, run_dir, label=label, notice=notice, progress=progress
+        )
+        entry.update(status=result["status"], error=result.get("error"))
+    except KeyboardInterrupt:
+        entry.update(status="interrupted", error="interrupted by the user (Ctrl-C)")
+    except Exception as exc:  # record it; the rerun will try this point again
+        entry.update(status="failed", error=str(exc).splitlines()[0] if str(exc) else repr(exc))
+    entry["finished"] = _now()
+    save(path, sweep)
+    return result

@@ -1,0 +1,104 @@
+"""analyze / plot / report --html from the command line, on real recorded runs (no server)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from openslob.cli import cli
+
+RUNS = Path(__file__).parent / "data" / "runs"
+READ_ONLY = RUNS / "20261122T053536Z-ro1"
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture()
+def sweep_dir(tmp_path: Path) -> Path:
+    """A two-point sweep directory made of recorded runs, per the collect.py contract."""
+    path = tmp_path / "sweep-x"
+    points = []
+    for name, source in (("update_pct-0_sessions-4", READ_ONLY),
+                         ("update_pct-20_sessions-4", RUNS / "20261122T050803Z-smoke")):
+        shutil.copytree(source, path / name)
+        run = json.loads((path / name / "run.json").read_text())
+        points.append({"name": name, "run_dir": name, "status": "complete", "error": None,
+                       "started": None, "finished": None,
+                       "params": {"UPDATE_PCT": run["config"]["UPDATE_PCT"], "SESSIONS": 4}})
+    sweep = {"schema_version": 1, "kind": "sweep", "label": "x", "created": "2026-11-22",
+             "axes": {"UPDATE_PCT": [0, 20], "SESSIONS": [4]}, "base": {}, "points": points}
+    (path / "sweep.json").write_text(json.dumps(sweep))
+    return path
+
+
+def test_analyze_table_csv_json(sweep_dir: Path) -> None:
+    table = invoke("analyze", str(sweep_dir))
+    assert "EXECUTES/s" in table and "update_pct-20_sessions-4" in table
+    run = json.loads((READ_ONLY / "run.json").read_text())
+    assert f"{run['metrics']['pio_reads_per_s']:,.0f}" in table  # reproduces run.json
+    rows = list(csv.DictReader(io.StringIO(invoke("analyze", "--csv", str(sweep_dir)))))
+    assert [r["run"] for r in rows] == ["update_pct-0_sessions-4", "update_pct-20_sessions-4"]
+    assert float(rows[0]["preads_per_s"]) == pytest.approx(run["metrics"]["pio_reads_per_s"])
+    parsed = json.loads(invoke("analyze", "--json", str(sweep_dir)))
+    assert parsed[1]["update_pct"] == 20 and parsed[0]["sweep"] == "x"
+
+
+def test_analyze_events_and_timeseries() -> None:
+    events = invoke("analyze", "--events", str(READ_ONLY))
+    assert "DataFileRead" in events and "device read" in events
+    verdict = invoke("analyze", "--timeseries", "--skip-seconds", "2", "--baseline-seconds",
+                     "10", "--min-seconds", "3", str(READ_ONLY))
+    assert "steady" in verdict and "no degradation" in verdict
+
+
+def test_plot_writes_png_and_svg(sweep_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "plots"
+    listed = invoke("plot", str(sweep_dir), "-o", str(out)).split()
+    names = {Path(p).name for p in listed}
+    assert {"petal_iops_db_read.png", "petal_iops_db_read.svg", "petal_mbps_db_read.png"} <= names
+    assert any(n.startswith("timeseries_") for n in names)
+    assert any(n.startswith("latency_") for n in names)
+    for path in map(Path, listed):
+        assert path.stat().st_size > 1000
+    assert (out / "petal_iops_db_read.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_rejects_unknown_format(sweep_dir: Path) -> None:
+    result = CliRunner().invoke(cli, ["plot", str(sweep_dir), "--format", "gif"])
+    assert result.exit_code == 1 and "--format=gif" in result.output
+
+
+def _offline(page: str) -> None:
+    assert "<script" not in page and "<link" not in page and "<img" not in page
+    assert not re.search(r'(src|href)="https?://', page)
+
+
+def test_html_report_for_a_run(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(READ_ONLY, run_dir)
+    out = invoke("report", str(run_dir), "--html").strip()
+    page = Path(out).read_text()
+    assert Path(out) == run_dir / "report.html"
+    assert page.count("<svg") >= 2  # time series + latency histogram
+    assert "Load Profile" in page and "EXECUTES/s" in page
+    _offline(page)
+
+
+def test_html_report_for_a_sweep(sweep_dir: Path, tmp_path: Path) -> None:
+    target = tmp_path / "sweep.html"
+    invoke("report", str(sweep_dir), "--html", "-o", str(target))
+    page = target.read_text()
+    assert page.count("<svg") >= 2  # petal vs IOPS and vs MB/s
+    assert page.count("<details>") == 2 and "update_pct-20_sessions-4" in page
+    _offline(page)

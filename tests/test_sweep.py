@@ -1,0 +1,145 @@
+"""The harness: plan, naming, validation up front, resume after an interrupted point."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from openslob.cli import cli
+from openslob.collect import find_runs
+from openslob.errors import ConfigError
+from openslob.servers.embedded import EmbeddedServer
+from openslob.sweep import plan_sweep
+
+from .conftest import slob_subprocess
+
+DATA = ["--schemas", "2", "--scale", "3000", "--scan-table-sz", "40", "--seed", "99"]
+
+
+def test_plan_order_and_names(tmp_path: Path) -> None:
+    plan = plan_sweep(
+        {"UPDATE_PCT": "20,0", "SESSIONS": "4,1,2", "WORK_UNIT": "16,64"}, None, tmp_path
+    )
+    assert list(plan.axes) == ["UPDATE_PCT", "WORK_UNIT", "SESSIONS"]
+    assert plan.axes["SESSIONS"] == [1, 2, 4]  # ascending whatever the order given
+    assert plan.axes["UPDATE_PCT"] == [20, 0]  # as given: the petals in the user's order
+    names = [p.name for p in plan.points]
+    assert len(names) == 12
+    assert names[:4] == [
+        "update_pct-20_work_unit-16_sessions-1",
+        "update_pct-20_work_unit-16_sessions-2",
+        "update_pct-20_work_unit-16_sessions-4",
+        "update_pct-20_work_unit-64_sessions-1",
+    ]
+    point = plan.points[5]
+    assert point.config["UPDATE_PCT"] == 20 and point.config["WORK_UNIT"] == 64
+    assert point.config["SESSIONS"] == 4
+
+
+def test_every_point_is_validated_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="UPDATE_PCT=101"):
+        plan_sweep({"UPDATE_PCT": "0,101", "SESSIONS": "1,2"}, None, tmp_path)
+    with pytest.raises(ConfigError, match="at least one list"):
+        plan_sweep({"UPDATE_PCT": "10"}, None, tmp_path)
+    with pytest.raises(ConfigError, match="listed twice"):
+        plan_sweep({"SESSIONS": "1,1"}, None, tmp_path)
+    # a combination error: SCALE must exceed 2 x WORK_UNIT at every point
+    with pytest.raises(ConfigError, match="WORK_UNIT"):
+        plan_sweep({"WORK_UNIT": "16,1024", "SCALE": "1000"}, None, tmp_path)
+
+
+def test_bad_list_value_is_exit_2_and_creates_nothing(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["sweep", "--sessions", "1,x", "--results-dir", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 2
+    assert "SESSIONS=x" in result.output
+    assert not (tmp_path / "r").exists()
+
+
+def _sweep_args(results: Path, label: str) -> list[str]:
+    return [
+        "sweep",
+        *DATA,
+        "--update-pct",
+        "0,100",
+        "--sessions",
+        "1,2",
+        "--run-time",
+        "2",
+        "--warmup",
+        "0",
+        "--results-dir",
+        str(results),
+        "--label",
+        label,
+    ]
+
+
+def test_sweep_runs_every_point_and_resumes(server: EmbeddedServer, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    env = {"SLOB_DATA_DIR": str(server.data_dir)}
+    first = CliRunner().invoke(cli, _sweep_args(results, "t"), env=env, catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    path = results / "sweep-t"
+    sweep = json.loads((path / "sweep.json").read_text())
+    assert [p["status"] for p in sweep["points"]] == ["complete"] * 4
+    assert [p["name"] for p in sweep["points"]] == [
+        "update_pct-0_sessions-1",
+        "update_pct-0_sessions-2",
+        "update_pct-100_sessions-1",
+        "update_pct-100_sessions-2",
+    ]
+    refs = find_runs([path])
+    assert [len(r.run["sessions"]) for r in refs] == [1, 2, 1, 2]
+    assert [r.run["config"]["UPDATE_PCT"] for r in refs] == [0, 0, 100, 100]
+    assert refs[2].run["metrics"]["selects_per_s"] == 0
+    csv_lines = (path / "sweep.csv").read_text().splitlines()
+    assert len(csv_lines) == 5  # header + 4 points
+    for suffix in ("png", "svg"):
+        assert (path / "plots" / f"petal_iops.{suffix}").stat().st_size > 1000
+    # the same command again: nothing to run
+    before = {p.name: p.stat().st_mtime for p in path.glob("*/run.json")}
+    again = CliRunner().invoke(cli, _sweep_args(results, "t"), env=env, catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    assert "4 point(s) already complete" in again.output
+    assert {p.name: p.stat().st_mtime for p in path.glob("*/run.json")} == before
+    # a different plan under the same label is refused
+    other = CliRunner().invoke(cli, [*_sweep_args(results, "t"), "--work-unit", "16"], env=env)
+    assert other.exit_code == 2 and "different plan" in other.output
+
+
+def test_interrupted_sweep_resumes_where_it_stopped(server: EmbeddedServer, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    args = [*_sweep_args(results, "ctrlc")]
+    args[args.index("--run-time") + 1] = "6"
+    proc = slob_subprocess(*args, data_dir=server.data_dir)
+    path = results / "sweep-ctrlc"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait for the second point to be running
+        if (path / "sweep.json").exists():
+            points = json.loads((path / "sweep.json").read_text())["points"]
+            if points[1]["status"] == "running":
+                break
+        time.sleep(0.2)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    points = json.loads((path / "sweep.json").read_text())["points"]
+    assert [p["status"] for p in points] == ["complete", "interrupted", "pending", "pending"]
+    first_run = (path / points[0]["run_dir"] / "run.json").stat().st_mtime
+    args[args.index("--run-time") + 1] = "6"
+    resumed = CliRunner().invoke(
+        cli, args, env={"SLOB_DATA_DIR": str(server.data_dir)}, catch_exceptions=False
+    )
+    assert resumed.exit_code == 0, resumed.output
+    points = json.loads((path / "sweep.json").read_text())["points"]
+    assert [p["status"] for p in points] == ["complete"] * 4
+    assert (path / points[0]["run_dir"] / "run.json").stat().st_mtime == first_run
+    assert "1 point(s) already complete" in resumed.output
