@@ -29,15 +29,32 @@ def sweep_dir(tmp_path: Path) -> Path:
     """A two-point sweep directory made of recorded runs, per the collect.py contract."""
     path = tmp_path / "sweep-x"
     points = []
-    for name, source in (("update_pct-0_sessions-4", READ_ONLY),
-                         ("update_pct-20_sessions-4", RUNS / "20261122T050803Z-smoke")):
+    for name, source in (
+        ("update_pct-0_sessions-4", READ_ONLY),
+        ("update_pct-20_sessions-4", RUNS / "20261122T050803Z-smoke"),
+    ):
         shutil.copytree(source, path / name)
         run = json.loads((path / name / "run.json").read_text())
-        points.append({"name": name, "run_dir": name, "status": "complete", "error": None,
-                       "started": None, "finished": None,
-                       "params": {"UPDATE_PCT": run["config"]["UPDATE_PCT"], "SESSIONS": 4}})
-    sweep = {"schema_version": 1, "kind": "sweep", "label": "x", "created": "2026-11-22",
-             "axes": {"UPDATE_PCT": [0, 20], "SESSIONS": [4]}, "base": {}, "points": points}
+        points.append(
+            {
+                "name": name,
+                "run_dir": name,
+                "status": "complete",
+                "error": None,
+                "started": None,
+                "finished": None,
+                "params": {"UPDATE_PCT": run["config"]["UPDATE_PCT"], "SESSIONS": 4},
+            }
+        )
+    sweep = {
+        "schema_version": 1,
+        "kind": "sweep",
+        "label": "x",
+        "created": "2026-11-22",
+        "axes": {"UPDATE_PCT": [0, 20], "SESSIONS": [4]},
+        "base": {},
+        "points": points,
+    }
     (path / "sweep.json").write_text(json.dumps(sweep))
     return path
 
@@ -57,8 +74,17 @@ def test_analyze_table_csv_json(sweep_dir: Path) -> None:
 def test_analyze_events_and_timeseries() -> None:
     events = invoke("analyze", "--events", str(READ_ONLY))
     assert "DataFileRead" in events and "device read" in events
-    verdict = invoke("analyze", "--timeseries", "--skip-seconds", "2", "--baseline-seconds",
-                     "10", "--min-seconds", "3", str(READ_ONLY))
+    verdict = invoke(
+        "analyze",
+        "--timeseries",
+        "--skip-seconds",
+        "2",
+        "--baseline-seconds",
+        "10",
+        "--min-seconds",
+        "3",
+        str(READ_ONLY),
+    )
     assert "steady" in verdict and "no degradation" in verdict
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import signal
 import time
@@ -99,8 +101,13 @@ def test_sweep_runs_every_point_and_resumes(server: EmbeddedServer, tmp_path: Pa
     assert [len(r.run["sessions"]) for r in refs] == [1, 2, 1, 2]
     assert [r.run["config"]["UPDATE_PCT"] for r in refs] == [0, 0, 100, 100]
     assert refs[2].run["metrics"]["selects_per_s"] == 0
-    csv_lines = (path / "sweep.csv").read_text().splitlines()
-    assert len(csv_lines) == 5  # header + 4 points
+    rows = list(csv.DictReader(io.StringIO((path / "sweep.csv").read_text())))
+    assert [r["run"] for r in rows] == [p["name"] for p in sweep["points"]]
+    for row, ref in zip(rows, refs, strict=True):  # analyze reproduces every run's numbers
+        metrics = ref.run["metrics"]
+        assert float(row["executes_per_s"]) == pytest.approx(metrics["slobops_per_s"])
+        assert float(row["preads_per_s"]) == pytest.approx(metrics["pio_reads_per_s"])
+        assert int(row["sessions"]) == len(ref.run["sessions"])
     for suffix in ("png", "svg"):
         assert (path / "plots" / f"petal_iops.{suffix}").stat().st_size > 1000
     # the same command again: nothing to run

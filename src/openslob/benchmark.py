@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from openslob import host
+from openslob.calibrate import CalibrationError, compare, require_fio, run_fio
 from openslob.engines.base import ProgressCallback
 from openslob.engines.postgres.dataset import DatasetLoader, wanted_tables
 from openslob.engines.postgres.engine import PostgresEngine
@@ -140,8 +141,13 @@ def execute(
     label: str | None = None,
     notice: Notice = lambda _msg: None,
     progress: ProgressFn | None = None,
+    calibrate_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """One run into `run_dir` (created if needed); returns the run.json dict it wrote."""
+    """One run into `run_dir` (created if needed); returns the run.json dict it wrote.
+
+    With `calibrate_dir`, fio then reads that file system with the run's concurrency and
+    duration, and run.json carries both sides (see calibrate.py).
+    """
     resolved = prepared.target
     run_dir.mkdir(parents=True, exist_ok=True)
     sessions = len(session_schemas(config))
@@ -177,12 +183,40 @@ def execute(
         label=label,
         devices_local=bool(local_data_dir),
     )
+    if calibrate_dir is not None and run["status"] == "complete":
+        run["calibration"] = calibration(calibrate_dir, sessions, run, notice)
     write_run(run_dir, run, record.timeseries)
     (run_dir / "report.txt").write_text(render_text(run))
     error = external_script(config["EXTERNAL_SCRIPT"], "end", script_env)
     if error:
         notice(error)
     return run
+
+
+def calibration(
+    directory: Path, sessions: int, run: dict[str, Any], notice: Notice
+) -> dict[str, Any]:
+    """fio at the run's concurrency and duration, and how the database compares."""
+    seconds = run["window"]["seconds"] or 1.0
+    notice(f"calibrating: fio 8 KiB random reads, {sessions} jobs, {seconds:.0f} s in {directory}")
+    try:
+        fio = run_fio(directory, sessions, seconds).as_dict()
+    except CalibrationError as exc:
+        notice(str(exc))
+        return {"fio": None, "error": str(exc)}
+    return {"fio": fio, **compare(run["metrics"], fio)}
+
+
+def calibration_dir(target: Target, explicit: Path | None) -> Path:
+    """Where fio reads: the private server's data directory, or a directory the user names."""
+    if explicit is not None:
+        return explicit
+    if target.server is not None:
+        return target.server.data_dir / "calibrate"
+    raise CalibrationError(
+        "--calibrate on an external server needs --calibrate-dir: a "
+        "directory on the file system of its data directory"
+    )
 
 
 def _profile(target: Target) -> str | None:
@@ -204,11 +238,24 @@ def run_benchmark(
     notice: Notice = lambda _msg: None,
     progress: ProgressFn | None = None,
     setup_progress: ProgressCallback | None = None,
+    calibrate: bool = False,
+    calibrate_dir: Path | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """`slob run`: prepare the target, run once into a new timestamped directory."""
     prepared = prepare(
         config, target=target, data_dir=data_dir, notice=notice, setup_progress=setup_progress
     )
+    fio_dir = calibration_dir(prepared.target, calibrate_dir) if calibrate else None
+    if fio_dir is not None:
+        require_fio()  # before the run, not after it
     run_dir = run_directory(results_parent, label)
-    run = execute(prepared, config, run_dir, label=label, notice=notice, progress=progress)
+    run = execute(
+        prepared,
+        config,
+        run_dir,
+        label=label,
+        notice=notice,
+        progress=progress,
+        calibrate_dir=fio_dir,
+    )
     return run_dir, run

@@ -386,11 +386,29 @@ def destroy(yes: bool, target: str, data_dir: Path | None) -> None:
     help="Parent directory of the run directories.",
 )
 @click.option("--label", default=None, help="Label appended to the run directory name.")
+@click.option(
+    "--calibrate",
+    is_flag=True,
+    help="After the run, read the same file system with fio (8 KiB random, direct, "
+    "one job per session, same duration) and report the database as % of it.",
+)
+@click.option(
+    "--calibrate-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory for fio's file (default: the private server's data directory).",
+)
 @target_option
 @data_dir_option
 @friendly_errors
 def run(
-    target: str, data_dir: Path | None, results_dir: Path, label: str | None, **params: Any
+    target: str,
+    data_dir: Path | None,
+    results_dir: Path,
+    label: str | None,
+    calibrate: bool,
+    calibrate_dir: Path | None,
+    **params: Any,
 ) -> None:
     """Run the SLOB work loop and write run.json, report.txt and timeseries.csv.
 
@@ -428,6 +446,8 @@ def run(
         label=label,
         notice=lambda msg: err.print(f"[dim]note:[/] {msg}", highlight=False),
         progress=progress if err.is_terminal else None,
+        calibrate=calibrate,
+        calibrate_dir=calibrate_dir,
     )
     out.print((run_dir / "report.txt").read_text(), highlight=False, markup=False, end="")
     out.print(f"results: {run_dir}", highlight=False)
@@ -596,6 +616,65 @@ def _finish_sweep(path: Path, plots: bool) -> None:
         for x in ("iops", "mbps"):
             save(petal(refs, x=x), path / "plots" / f"petal_{x}")
         err.print(f"plots: {path / 'plots'}", highlight=False)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option(
+    "--sessions",
+    type=click.IntRange(1, 4096),
+    default=4,
+    show_default=True,
+    help="fio jobs (one per database session you want to compare with).",
+)
+@click.option(
+    "--run-time", type=click.FloatRange(1, 86400), default=30, show_default=True, help="Seconds."
+)
+@click.option("--size", default="1G", show_default=True, help="Size of fio's file.")
+@click.option(
+    "--calibrate-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory for fio's file (default: the private server's data directory).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print fio's figures as JSON.")
+@data_dir_option
+@friendly_errors
+def calibrate(
+    sessions: int,
+    run_time: float,
+    size: str,
+    calibrate_dir: Path | None,
+    as_json: bool,
+    data_dir: Path | None,
+) -> None:
+    """Measure the raw device with fio the way the database reads it.
+
+    8 KiB random reads, psync, O_DIRECT, one job per session, on the file system of the
+    database's data directory. `slob run --calibrate` does the same right after a run and
+    puts both side by side in the report.
+
+    \b
+    Examples:
+      slob calibrate --sessions 8 --run-time 60
+      slob calibrate --calibrate-dir /u02/pgdata/openslob --json
+    """
+    from openslob.calibrate import run_fio
+    from openslob.servers.embedded import EmbeddedServer
+
+    directory = calibrate_dir or EmbeddedServer(data_dir).data_dir / "calibrate"
+    result = run_fio(directory, sessions, run_time, size)
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2))
+        return
+    click.echo(
+        f"fio {result.version}: {result.jobs} jobs x 8 KiB random reads (psync, direct) "
+        f"for {result.seconds:.1f} s on {result.file}"
+    )
+    click.echo(
+        f"  {result.iops:,.0f} IOPS, {result.read_mb_per_s:,.1f} MB/s, latency mean "
+        f"{result.mean_latency_us:,.1f} us, p50 {result.p50_latency_us or 0:,.1f} us, "
+        f"p99 {result.p99_latency_us or 0:,.1f} us"
+    )
 
 
 paths_argument = click.argument(

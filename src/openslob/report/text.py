@@ -256,6 +256,44 @@ def _io_profile(run: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _calibration(run: dict[str, Any]) -> list[str]:
+    cal = run.get("calibration")
+    if not cal:
+        return []
+    lines = section("Raw device reference (fio, same concurrency and duration)")
+    fio = cal.get("fio")
+    if not fio:
+        return [*lines, f"not measured: {cal.get('error') or NA}"]
+    m = run["metrics"]
+    lines += table(
+        ["", "Reads/s", "Read MB/s", "Mean us", "p50 us", "p99 us"],
+        [
+            [
+                "Database physical reads",
+                fmt(m.get("pio_reads_per_s")),
+                fmt(m.get("pio_read_mb_per_s")),
+                fmt(m.get("db_read_latency_us")),
+                NA,
+                NA,
+            ],
+            [
+                f"fio {fio['jobs']} jobs 8 KiB randread",
+                fmt(fio["iops"]),
+                fmt(fio["read_mb_per_s"]),
+                fmt(fio["mean_latency_us"]),
+                fmt(fio["p50_latency_us"]),
+                fmt(fio["p99_latency_us"]),
+            ],
+        ],
+    )
+    lines.append(
+        f"Database physical reads = {fmt(cal.get('pio_reads_pct_of_fio'))} % of raw "
+        f"device IOPS at the same concurrency; DB read latency = "
+        f"{fmt(cal.get('db_read_latency_vs_fio'), 2)} x fio's."
+    )
+    return lines
+
+
 def _int(value: float | None) -> int | None:
     return None if value is None else int(value)
 
@@ -405,6 +443,7 @@ def render_text(run: dict[str, Any]) -> str:
         _load_profile(run),
         _latency(run),
         _io_profile(run),
+        _calibration(run),
         _wal(run),
         _waits(run),
         _os(run),

@@ -374,7 +374,7 @@ class EmbeddedServer:
         socket_dir = info.get("socket_dir")
         if socket_dir and Path(socket_dir).parent == Path("/tmp"):
             shutil.rmtree(socket_dir, ignore_errors=True)
-        for name in ("pgdata", "run", "log", "pgsql", "pgsql.new"):
+        for name in ("pgdata", "run", "log", "pgsql", "pgsql.new", "calibrate"):
             shutil.rmtree(self.data_dir / name, ignore_errors=True)
         for name in ("instance.json", "pgpass", "instance.tmp"):
             (self.data_dir / name).unlink(missing_ok=True)

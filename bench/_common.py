@@ -1,0 +1,66 @@
+"""Shared plumbing of the bench/ scripts: a private server, a data set, spread, output."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from openslob.benchmark import prepare
+from openslob.options import Config, resolve
+from openslob.servers.embedded import EmbeddedServer
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="private server to use (default: a new one in a temp dir, removed after)",
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="tiny settings that only prove the script works (CI)"
+    )
+    return p
+
+
+def ints(text: str) -> list[int]:
+    return [int(v) for v in text.split(",") if v.strip()]
+
+
+class Bench:
+    """A private server for one benchmark invocation (destroyed after when it made one)."""
+
+    def __init__(self, data_dir: Path | None, profile: str = "pio") -> None:
+        self.own = data_dir is None
+        if data_dir is None:
+            base = Path(tempfile.mkdtemp(prefix="openslob-bench-", dir="/tmp"))
+            base.chmod(0o755)  # created here; the server user must traverse it
+            data_dir = base / "srv"
+        self.server = EmbeddedServer(data_dir)
+        self.server.start(profile)
+
+    def config(self, **params: object) -> Config:
+        flags = {k: str(v) for k, v in params.items()}
+        return resolve(flags, None, cwd=Path("/"))
+
+    def ensure_data(self, config: Config, max_sessions: int) -> None:
+        prepare(config, target=None, data_dir=self.server.data_dir, max_sessions=max_sessions)
+
+    def close(self) -> None:
+        if self.own:
+            self.server.destroy()
+
+
+def spread(values: Sequence[float], digits: int = 2) -> str:
+    if not values:
+        return "n/a"
+    if len(values) == 1:
+        return f"{values[0]:,.{digits}f}"
+    return (
+        f"{statistics.median(values):,.{digits}f} (min {min(values):,.{digits}f}, "
+        f"max {max(values):,.{digits}f}, n={len(values)})"
+    )

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""driver_overhead: CPU seconds of the slob process ÷ CPU seconds of the server during runs.
+
+The client only connects, samples counters and writes results; the work loop runs in the
+database. The client's CPU is getrusage(RUSAGE_SELF) around the run (all its threads); the
+server's is the postmaster tree's utime+stime over the window (run.json db_cpu_s).
+Goal: <= 0.01.
+
+    python bench/driver_overhead.py --sessions 4,32 --seconds 20 --repeats 3
+"""
+
+from __future__ import annotations
+
+import resource
+import tempfile
+from pathlib import Path
+
+from _common import Bench, ints, parser, spread
+
+from openslob.benchmark import execute, prepare
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--sessions", default="4,32")
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--repeats", type=int, default=3)
+    args = p.parse_args()
+    if args.quick:
+        args.sessions, args.seconds, args.repeats = "2", 2, 1
+    counts = ints(args.sessions)
+    bench = Bench(args.data_dir, "pio")
+    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 128, "UPDATE_PCT": 20, "WARMUP": 2}
+    results = Path(tempfile.mkdtemp(prefix="driver-overhead-"))
+    try:
+        for n in counts:
+            config = bench.config(**data, SESSIONS=n, RUN_TIME=args.seconds)
+            prepared = prepare(config, target=None, data_dir=bench.server.data_dir)
+            ratios, clients, servers = [], [], []
+            for i in range(args.repeats):
+                before = cpu_seconds()
+                run = execute(prepared, config, results / f"n{n}-{i}")
+                client = cpu_seconds() - before
+                server = run["metrics"]["db_cpu_s"]
+                clients.append(client)
+                servers.append(server or 0)
+                if server:
+                    ratios.append(client / server)
+            print(
+                f"driver_overhead: {n:>3} sessions  client CPU {spread(clients)} s  "
+                f"server CPU {spread(servers)} s  ratio {spread(ratios, 4)}   goal <= 0.01"
+            )
+    finally:
+        bench.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""Oracle reports -> openslob's results model (run.json-shaped dicts) and awr_info rows.
+
+None wherever the report does not give a figure; nothing is estimated or zero-filled.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from openslob.oracle.awr import OracleReport, WaitEvent
+
+MB = 2**20  # Oracle's "MB" in Load Profile (Read IO (MB)) is 2**20 bytes as well
+
+# flashdba's harness keeps awr.<update_pct>.<sessions>.txt or awr_<pct>_<sessions>.txt
+_NAME = re.compile(r"awr[._](\d+)[._](\d+)(?:\.txt)?$", re.I)
+
+# (metric key, event, background?) -- the I/O events awr_info and flashdba report
+IO_EVENTS = [
+    ("dfsr_latency_us", "db file sequential read", False),
+    ("dpr_latency_us", "direct path read", False),
+    ("dfpr_latency_us", "db file parallel read", False),
+    ("dfpw_latency_us", "db file parallel write", True),
+    ("lfpw_latency_us", "log file parallel write", True),
+]
+
+
+def name_params(path: str | Path) -> tuple[int | None, int | None]:
+    """(UPDATE_PCT, sessions) from awr.<pct>.<sessions>.txt / awr_<pct>_<sessions>.txt."""
+    m = _NAME.search(Path(path).name)
+    return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+
+
+def _div(value: float | None, by: float) -> float | None:
+    return None if value is None else value / by
+
+
+def _rate(report: OracleReport, stat: str, *load_names: str) -> float | None:
+    """Per-second figure of an Instance Activity statistic; else the Load Profile row."""
+    value = report.stat(stat, "per_second")
+    return value if value is not None else report.load(*load_names)
+
+
+def _elapsed_s(report: OracleReport) -> float | None:
+    minutes = report.header.get("elapsed_min")
+    return None if minutes is None else minutes * 60
+
+
+def _event(report: OracleReport, event: str, background: bool) -> WaitEvent | None:
+    return report.wait(event, background=background)
+
+
+def _latency(report: OracleReport, event: str, background: bool) -> float | None:
+    ev = _event(report, event, background)
+    return None if ev is None else ev.latency_us
+
+
+def _db_cpu_s(report: OracleReport) -> float | None:
+    """Time Model 'DB CPU' seconds; else the Top events' DB CPU row; else the Load Profile's
+    (rounded) DB CPU(s) per second x elapsed."""
+    row = (report.time_model or {}).get("DB CPU")
+    if row is not None and row.get("time_s") is not None:
+        return row["time_s"]
+    for ev in report.top_events or []:
+        if ev.event == "DB CPU" and ev.time_s is not None:
+            return ev.time_s
+    per_s, elapsed = report.load("DB CPU(s)"), _elapsed_s(report)
+    return None if per_s is None or elapsed is None else per_s * elapsed
+
+
+def wait_list(report: OracleReport) -> list[dict[str, Any]]:
+    """Foreground waits, top first, pct = share of total foreground wait time.
+
+    Idle events (SQL*Net message from client ...) are the rows AWR prints without % DB time;
+    they are left out when the report has that column (11g+), kept otherwise (10g, Statspack).
+    """
+    events = report.foreground_waits
+    if events and any(ev.pct_time is not None for ev in events):
+        events = [ev for ev in events if ev.pct_time is not None]
+    if not events:
+        events = [ev for ev in report.top_events or [] if ev.event != "DB CPU"]
+    events = [ev for ev in events if ev.time_s is not None]
+    total = sum(ev.time_s for ev in events)  # type: ignore[misc]
+    events = sorted(events, key=lambda ev: ev.time_s or 0, reverse=True)
+    return [
+        {
+            "event": ev.event,
+            "samples": ev.waits,
+            "time_s": ev.time_s,
+            "pct": round(ev.time_s / total * 100, 2) if total else None,  # type: ignore[operator]
+        }
+        for ev in events
+    ]
+
+
+def metrics(report: OracleReport) -> dict[str, float | None]:
+    db_time_min = report.header.get("db_time_min")
+    m: dict[str, float | None] = {
+        # a SLOBop is one execution of SLOB's PL/SQL block statement: Executes per second
+        "slobops_per_s": report.load("Executes", "Executes (SQL)"),
+        "lio_per_s": report.load("Logical reads", "Logical read (blocks)", "Logical Reads"),
+        # Read/write REQUESTS, not blocks: a multiblock read (db file parallel/scattered read)
+        # is one I/O of several blocks; storage IOPS are requests. The Load Profile's
+        # "Physical reads" counts blocks. 12c+ Load Profile "Read IO requests" is the fallback.
+        "pio_reads_per_s": _rate(report, "physical read IO requests", "Read IO requests"),
+        "pio_read_mb_per_s": _div(report.stat("physical read bytes", "per_second"), MB),
+        "pio_writes_per_s": _rate(report, "physical write IO requests", "Write IO requests"),
+        "pio_write_mb_per_s": _div(report.stat("physical write bytes", "per_second"), MB),
+        "wal_mb_per_s": _div(_rate(report, "redo size", "Redo size", "Redo size (bytes)"), MB),
+        "commits_per_s": report.stat("user commits", "per_second"),
+        "db_cpu_s": _db_cpu_s(report),
+        "db_time_s": None if db_time_min is None else db_time_min * 60,
+    }
+    if m["pio_read_mb_per_s"] is None:
+        m["pio_read_mb_per_s"] = report.load("Read IO (MB)")
+    if m["pio_write_mb_per_s"] is None:
+        m["pio_write_mb_per_s"] = report.load("Write IO (MB)")
+    for key, event, background in IO_EVENTS:
+        m[key] = _latency(report, event, background)
+    m["db_read_latency_us"] = m["dfsr_latency_us"]
+    # WAL sync = LGWR's "log file parallel write" (the redo write incl. its sync), not the
+    # foreground "log file sync", which also contains LGWR scheduling and posting delays.
+    m["wal_sync_latency_us"] = m["lfpw_latency_us"]
+    return m
+
+
+def to_run(report: OracleReport, path: str | Path) -> dict[str, Any]:
+    """A run.json-shaped dict (schema_version 1) that analyze and plots can read."""
+    path = Path(path)
+    update_pct, sessions = name_params(path)
+    h = report.header
+    target = "/".join(str(x) for x in (h.get("db_name"), h.get("instance")) if x) or None
+    return {
+        "schema_version": 1,
+        "tool": {"name": f"oracle-{report.kind}", "version": None},
+        "label": path.stem,
+        "status": "complete",
+        "error": None,
+        "config": {"UPDATE_PCT": update_pct, "SESSIONS": sessions, "SOURCE_FILE": str(path)},
+        "engine": {"name": "oracle", "version": h.get("release"), "target": target, "settings": {}},
+        "host": {"hostname": h.get("host"), "cpus": h.get("cpus"), "platform": h.get("platform")},
+        "window": {
+            "seconds": _elapsed_s(report),
+            "start": h.get("begin_time"),
+            "end": h.get("end_time"),
+            "begin_snap": h.get("begin_snap"),
+            "end_snap": h.get("end_snap"),
+        },
+        "sessions": [{"id": i} for i in range(sessions)] if sessions else [],
+        "metrics": metrics(report),
+        "latency": {},  # AWR has no per-SLOBop histograms
+        "waits": wait_list(report),
+        "warnings": [],
+        "oracle": report.to_dict(),
+    }
+
+
+def _r(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def awr_rows(reports: list[OracleReport]) -> list[dict[str, Any]]:
+    """SLOB's awr_info columns, one row per report. DB CPU / DB Tm are the Load Profile's
+    per-second figures (average active sessions), as awr_info prints them; rates per second."""
+    rows = []
+    for report in reports:
+        m = metrics(report)
+        top = next((ev for ev in report.top_events or [] if ev.event != "DB CPU"), None)
+        top_wait = None
+        if top is not None:
+            pct = f" {top.pct_time:.1f}%" if top.pct_time is not None else ""
+            top_wait = f"{top.event}{pct}"
+        rows.append(
+            {
+                "FILE": Path(report.name).name,
+                "SESSIONS": name_params(report.name)[1],
+                "ELAPSED": _elapsed_s(report),
+                "DB CPU": report.load("DB CPU(s)"),
+                "DB Tm": report.load("DB Time(s)", "DB time(s)"),
+                "EXECUTES": m["slobops_per_s"],
+                "LIO": m["lio_per_s"],
+                "PREADS": m["pio_reads_per_s"],
+                "READ_MBS": _r(m["pio_read_mb_per_s"], 3),
+                "PWRITES": m["pio_writes_per_s"],
+                "WRITE_MBS": _r(m["pio_write_mb_per_s"], 3),
+                "REDO_MBS": _r(m["wal_mb_per_s"], 3),
+                "DFSR_LAT": _r(m["dfsr_latency_us"], 1),
+                "DPR_LAT": _r(m["dpr_latency_us"], 1),
+                "DFPR_LAT": _r(m["dfpr_latency_us"], 1),
+                "DFPW_LAT": _r(m["dfpw_latency_us"], 1),
+                "LFPW_LAT": _r(m["lfpw_latency_us"], 1),
+                "TOP WAIT": top_wait,
+            }
+        )
+    return rows
+
+
+def event_rows(reports: list[OracleReport]) -> list[dict[str, Any]]:
+    """flashdba's table: Filename, Event, Waits, Time(s), Latency(us), IOPS (waits / elapsed)
+    for each I/O event the report lists (events it does not list are left out)."""
+    rows = []
+    for report in reports:
+        elapsed = _elapsed_s(report)
+        for _key, event, background in IO_EVENTS:
+            ev = _event(report, event, background)
+            if ev is None:
+                continue
+            iops = ev.waits / elapsed if ev.waits is not None and elapsed else None
+            rows.append(
+                {
+                    "Filename": Path(report.name).name,
+                    "Event": event,
+                    "Waits": ev.waits,
+                    "Time(s)": ev.time_s,
+                    "Latency(us)": _r(ev.latency_us, 1),
+                    "IOPS": _r(iops, 1),
+                }
+            )
+    return rows

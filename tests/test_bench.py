@@ -1,0 +1,47 @@
+"""Every bench/ script runs from a clean checkout in --quick mode (proof it works; the ratios
+themselves are for people to read, never asserted: tests do not judge speed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from openslob.servers.embedded import EmbeddedServer
+
+from .conftest import make_base_dir
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+EXPECTED = {
+    "setup_speed.py": "ratio setup/CTAS",
+    "pio_vs_fio.py": "reads ratio",
+    "lio_efficiency.py": "(b) loop / pgbench",
+    "driver_overhead.py": "ratio",
+    "session_start.py": "sessions ready in",
+    "sweep_overhead.py": "sweep_overhead:",
+}
+
+
+@pytest.fixture(scope="module")
+def bench_server() -> Iterator[EmbeddedServer]:
+    srv = EmbeddedServer(make_base_dir("openslob-benchtest-") / "srv")
+    srv.start("pio")
+    yield srv
+    srv.destroy()
+
+
+def test_every_script_is_covered() -> None:
+    scripts = {p.name for p in BENCH.glob("*.py") if not p.name.startswith("_")}
+    assert scripts == set(EXPECTED)
+
+
+@pytest.mark.parametrize("script", sorted(EXPECTED))
+def test_bench_script_quick(script: str, bench_server: EmbeddedServer) -> None:
+    args = [sys.executable, str(BENCH / script), "--data-dir", str(bench_server.data_dir)]
+    args += ["--size", "16M", "--repeats", "1"] if script == "setup_speed.py" else ["--quick"]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert EXPECTED[script] in proc.stdout, proc.stdout
