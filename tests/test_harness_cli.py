@@ -128,3 +128,33 @@ def test_html_report_for_a_sweep(sweep_dir: Path, tmp_path: Path) -> None:
     assert page.count("<svg") >= 2  # petal vs IOPS and vs MB/s
     assert page.count("<details>") == 2 and "update_pct-20_sessions-4" in page
     _offline(page)
+
+
+ORACLE = Path(__file__).parent / "data" / "oracle"
+
+
+def test_analyze_oracle_reports(tmp_path: Path) -> None:
+    table = invoke("analyze", "--awr", str(ORACLE))
+    assert "DFSR_LAT" in table and "awr_11.2.0.1_orcl_swingbench.txt" in table
+    # 35,732 waits of db file sequential read in 6,575 s: 184,008.7 us (not the rounded ms)
+    assert "184,008.7" in table
+    rows = list(
+        csv.DictReader(io.StringIO(invoke("analyze", "--awr", "--events", "--csv", str(ORACLE))))
+    )
+    assert {"Filename", "Event", "Waits", "Latency(us)"} <= set(rows[0])
+    broken = tmp_path / "awr.20.8.txt"
+    broken.write_text("WORKLOAD REPOSITORY report for\n")
+    result = CliRunner().invoke(
+        cli, ["analyze", str(broken), *sorted(map(str, ORACLE.glob("*.txt")))]
+    )
+    assert result.exit_code == 0, result.output
+    assert str(broken) in result.output or "awr.20.8.txt" in result.output  # named, not fatal
+    assert "awr_19c_pdb_racdb1.txt" in result.output
+
+
+def test_not_a_run_is_one_line(tmp_path: Path) -> None:
+    bogus = tmp_path / "x"
+    bogus.mkdir()
+    (bogus / "run.json").write_text("not json")
+    result = CliRunner().invoke(cli, ["analyze", str(bogus)])
+    assert result.exit_code == 1 and "not a readable run.json" in result.output

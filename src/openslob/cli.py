@@ -697,6 +697,12 @@ paths_argument = click.argument(
     help="Sustained throughput: find the steady level and degradation episodes.",
 )
 @click.option(
+    "--awr",
+    is_flag=True,
+    help="PATHS are Oracle AWR / Statspack text reports (or directories of them), e.g. "
+    "SLOB's awr.<pct>.<sessions>.txt; detected by content for .txt files.",
+)
+@click.option(
     "--iops-drop-pct",
     type=click.FloatRange(0, 100),
     default=20.0,
@@ -738,6 +744,7 @@ def analyze(
     as_json: bool,
     events: bool,
     timeseries: bool,
+    awr: bool,
     iops_drop_pct: float,
     latency_rise_pct: float,
     min_seconds: float,
@@ -755,12 +762,16 @@ def analyze(
       slob analyze slob-results/sweep-ssd slob-results/sweep-hdd --csv > both.csv
       slob analyze --events slob-results/sweep-ssd
       slob analyze --timeseries --iops-drop-pct 25 slob-results/20261122T050000Z-soak
+      slob analyze --awr ~/SLOB/awr.*.txt
     """
     from dataclasses import asdict
 
     from openslob import analyze as an
     from openslob.collect import find_runs
 
+    if awr or all(p.is_file() and p.suffix == ".txt" for p in paths):
+        _analyze_oracle(list(paths), as_csv, as_json, events)
+        return
     refs = find_runs(list(paths))
     if timeseries:
         reports = []
@@ -800,6 +811,29 @@ def analyze(
         click.echo(an.render_json(rows))
     else:
         click.echo(an.render_table(rows))
+
+
+def _analyze_oracle(paths: list[Path], as_csv: bool, as_json: bool, events: bool) -> None:
+    """awr_info over Oracle text reports; a bad file is reported, the others still count."""
+    from openslob import analyze as an
+    from openslob.oracle.awr import parse_files
+    from openslob.oracle.model import awr_rows, event_rows
+
+    files: list[Path] = []
+    for path in paths:
+        files += sorted(path.glob("*.txt")) if path.is_dir() else [path]
+    reports, errors = parse_files(files)
+    for error in errors:
+        err.print(f"slob: {error}", highlight=False)
+    if not reports:
+        raise OpenslobError("no readable Oracle AWR or Statspack report among the paths")
+    rows = event_rows(reports) if events else awr_rows(reports)
+    if as_csv:
+        click.echo(an.render_plain_csv(rows), nl=False)
+    elif as_json:
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        click.echo(an.render_plain(rows))
 
 
 @cli.command(context_settings=CONTEXT)

@@ -342,7 +342,12 @@ def write_run(path: Path, run: dict[str, Any], timeseries: list[dict[str, Any]])
 def load_run(path: Path) -> dict[str, Any]:
     """run.json of a run directory (or the file itself), checked for a known schema."""
     file = path / "run.json" if path.is_dir() else path
-    run = json.loads(file.read_text())
+    try:
+        run = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        from openslob.errors import OpenslobError
+
+        raise OpenslobError(f"{file}: not a readable run.json ({exc})") from exc
     version = run.get("schema_version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         from openslob.errors import OpenslobError

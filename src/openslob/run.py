@@ -158,13 +158,12 @@ class Sampler(threading.Thread):
         backend: PostgresRunBackend,
         record: RunRecord,
         devices: list[str],
-        server_pid: int | None,
         interval: float,
         progress: ProgressFn | None,
     ) -> None:
         super().__init__(name="slob-sampler", daemon=True)
         self.backend, self.record = backend, record
-        self.devices, self.server_pid = devices, server_pid
+        self.devices = devices
         self.interval, self.progress = interval, progress
         self.stop = threading.Event()
         self.errors: list[str] = []
@@ -187,7 +186,8 @@ class Sampler(threading.Thread):
                         monitor.close()
 
     def _loop(self, waits: Monitor, live: Monitor) -> None:
-        prev_host = host.take_snapshot(self.devices, self.server_pid)
+        # No server CPU here: the time series does not show it, and summing it walks /proc.
+        prev_host = host.take_snapshot(self.devices)
         prev_live = live.loop_counters()
         next_tick = time.monotonic() + self.interval
         while not self.stop.is_set():
@@ -199,7 +199,7 @@ class Sampler(threading.Thread):
                 self.record.wait_samples += 1
             if time.monotonic() >= next_tick:
                 next_tick += self.interval
-                cur_host = host.take_snapshot(self.devices, self.server_pid)
+                cur_host = host.take_snapshot(self.devices)
                 cur_live = live.loop_counters()
                 row = timeseries_row(prev_host, cur_host, prev_live, cur_live, self.record)
                 self.record.timeseries.append(row)
@@ -337,7 +337,6 @@ class RunController:
             self.backend,
             self.record,
             self.devices,
-            self.server_pid,
             self.config["SAMPLE_INTERVAL"],
             self.progress,
         )
