@@ -21,7 +21,7 @@ READ_ONLY = RUNS / "20261122T053536Z-ro1"
 def invoke(*args: str) -> str:
     result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout  # a note on stderr (an unreadable report) is not part of the table
 
 
 @pytest.fixture()
@@ -150,6 +150,63 @@ def test_analyze_oracle_reports(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert str(broken) in result.output or "awr.20.8.txt" in result.output  # named, not fatal
     assert "awr_19c_pdb_racdb1.txt" in result.output
+
+
+def _oracle_dir(tmp_path: Path) -> Path:
+    """A flashdba-style directory: two readable reports, a broken one, a note, a real cut one."""
+    from tests.test_oracle import SYNTHETIC_ACTIVITY
+
+    awr = tmp_path / "oracle-x"
+    awr.mkdir()
+    awr11 = (ORACLE / "awr_11.2.0.1_orcl_swingbench.txt").read_text()
+    (awr / "awr.0.4.txt").write_text(awr11 + SYNTHETIC_ACTIVITY)
+    shutil.copy(ORACLE / "awr_19c_pdb_racdb1.txt", awr / "awr.20.8.txt")
+    shutil.copy(ORACLE / "awr_11.2.0.1_orcl_swingbench_activity.txt", awr / "awr.0.2.txt")
+    (awr / "awr.30.1.txt").write_text("WORKLOAD REPOSITORY report for\n")
+    (awr / "notes.txt").write_text("sessions 4 and 8 on the new array\n")
+    return awr
+
+
+def test_oracle_directory_is_runs(tmp_path: Path) -> None:
+    from openslob.collect import find_runs
+    from openslob.errors import OpenslobError
+    from openslob.report.plots import petal_points
+
+    awr = _oracle_dir(tmp_path)
+    errors: list[str] = []
+    refs = find_runs([awr], errors)
+    assert [r.name for r in refs] == ["awr.0.4.txt", "awr.20.8.txt"]  # notes.txt is no report
+    assert {r.label for r in refs} == {"oracle-x"}  # one directory = one sweep in the legend
+    assert refs[0].point == {"UPDATE_PCT": 0, "SESSIONS": 4}
+    assert len(errors) == 2 and "awr.0.2.txt" in errors[0] and "Instance Activity" in errors[0]
+    assert "awr.30.1.txt" in errors[1] and "header" in errors[1]
+    with pytest.raises(OpenslobError, match=r"awr\.0\.2\.txt"):
+        find_runs([awr])  # without a list to report into, a bad file is an error
+    points, skipped = petal_points(refs, "iops", "db_read")
+    # reads 3,412.3 + writes 40.7 requests/s; 35,732 waits in 6,575 s of db file sequential read
+    assert [(p.sessions, p.x, round(p.y, 1)) for p in points] == [(4, 3453.0, 184008.7)]
+    assert skipped == ["awr.20.8.txt"]  # 19c lab report: no single-block read time measured
+
+
+def test_oracle_directory_from_the_cli(tmp_path: Path) -> None:
+    awr = _oracle_dir(tmp_path)
+    result = CliRunner().invoke(cli, ["analyze", str(awr)])
+    assert result.exit_code == 0, result.output
+    assert "DFSR_LAT" in result.output and "3,412.3" in result.output
+    assert "awr.30.1.txt" in result.output  # named on stderr, the others still analysed
+    rows = json.loads(invoke("analyze", "--json", str(awr / "awr.0.4.txt")))
+    assert rows[0]["PREADS"] == 3412.3 and rows[0]["SESSIONS"] == 4
+    plots = tmp_path / "plots"
+    out = invoke("plot", str(awr), "--kind", "petal", "-o", str(plots))
+    assert "petal_iops_db_read.png" in out
+    assert (plots / "petal_iops_db_read.png").stat().st_size > 10_000
+    page_file = tmp_path / "awr.html"
+    invoke("report", str(awr), "--html", "-o", str(page_file))
+    page = page_file.read_text()
+    assert "DFSR_LAT" in page and page.count("<svg") >= 2 and "Load Profile" in page  # AWR text
+    _offline(page)
+    mixed = CliRunner().invoke(cli, ["analyze", "--awr", str(awr), str(READ_ONLY)])
+    assert mixed.exit_code == 1 and "not an Oracle report" in mixed.output
 
 
 def test_not_a_run_is_one_line(tmp_path: Path) -> None:

@@ -24,6 +24,8 @@ DATA = Path(__file__).parent / "data" / "oracle"
 AWR11 = DATA / "awr_11.2.0.1_orcl_swingbench.txt"
 AWR19 = DATA / "awr_19c_pdb_racdb1.txt"
 SP12 = DATA / "statspack_12.1.0.2_testing_excerpt.txt"
+# the same 11.2.0.1 report with the first pages of Instance Activity Stats, cut mid-section
+AWR11_ACTIVITY = DATA / "awr_11.2.0.1_orcl_swingbench_activity.txt"
 
 
 def parse(path: Path):
@@ -333,8 +335,9 @@ def test_detection():
     assert not looks_like_oracle_report("Load Profile only\n")
 
 
-# SYNTHETIC (not from a real report): the real fixtures found lack an Instance Activity Stats
-# section, so its table reader is checked on this hand-written block in the AWR 11g layout.
+# SYNTHETIC (not from a real report): the one real Instance Activity Stats found is cut after
+# three pages, so the full table (closing rule, overflow cells) is checked on this hand-written
+# block in the AWR 11g layout.
 SYNTHETIC_ACTIVITY = """
 Instance Activity Stats                      DB/Inst: ORCL/orcl  Snaps: 37-38
 -> Ordered by statistic name
@@ -371,3 +374,22 @@ def test_instance_activity_synthetic():
     truncated = text[: text.index("user commits")]
     with pytest.raises(OracleReportError, match="Instance Activity Stats"):
         parse_report(truncated, "cut")
+
+
+def test_real_activity_pages_and_cut_file():
+    """The real excerpt stops mid-section: an error naming the file and the section; closed by
+    the test, its three real pages (title and header repeated per page) read as one table."""
+    text = AWR11_ACTIVITY.read_text(encoding="utf-8")
+    with pytest.raises(OracleReportError, match=r"activity\.txt.*'Instance Activity Stats'"):
+        parse_report(text, str(AWR11_ACTIVITY))
+    closed = text + "          " + "-" * 61 + "\n"
+    r = parse_report(closed, "closed")
+    # hand-read from the fixture: page 1 "Batched IO ...", page 3 "physical read ..."
+    assert r.stat("Batched IO (full) vector count") == 208
+    assert r.stat("physical read IO requests", "per_second") == 105.1
+    assert r.stat("physical read total bytes") == 396_509_184
+    assert "Statistic" not in r.instance_activity  # repeated column headers are not rows
+    m = to_run(r, "awr.0.4.txt")["metrics"]
+    assert m["pio_reads_per_s"] == 105.1  # requests/s; Load Profile "Physical reads" is blocks
+    assert m["pio_read_mb_per_s"] == pytest.approx(1_072_251.4 / 2**20)
+    assert m["wal_mb_per_s"] == pytest.approx(56_890.1 / 2**20)

@@ -293,10 +293,11 @@ class _Sample:
 def load_timeseries(run_dir: Path) -> list[dict[str, str]]:
     """The rows of a run's timeseries.csv (run directory or the file itself), as strings.
 
-    [] when the run has none: results.write_run writes the file only when there were samples.
+    [] when the run has none: results.write_run writes the file only when there were samples
+    (and an Oracle report, the other kind of file a run can be, has none).
     """
     file = run_dir / TIMESERIES_FILE if run_dir.is_dir() else run_dir
-    if not file.exists():
+    if not file.exists() or file.suffix != ".csv":
         return []
     try:
         with file.open(newline="") as fh:

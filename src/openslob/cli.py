@@ -767,12 +767,15 @@ def analyze(
     from dataclasses import asdict
 
     from openslob import analyze as an
-    from openslob.collect import find_runs
 
-    if awr or all(p.is_file() and p.suffix == ".txt" for p in paths):
-        _analyze_oracle(list(paths), as_csv, as_json, events)
+    refs = _find_runs_noting(list(paths))
+    oracle = [ref.oracle for ref in refs if ref.oracle is not None]
+    if awr and len(oracle) < len(refs):
+        plain = next(ref for ref in refs if ref.oracle is None)
+        raise OpenslobError(f"--awr: {plain.path} is an openslob run, not an Oracle report")
+    if oracle and len(oracle) == len(refs) and not timeseries:
+        _analyze_oracle(oracle, as_csv, as_json, events)
         return
-    refs = find_runs(list(paths))
     if timeseries:
         reports = []
         for ref in refs:
@@ -813,20 +816,22 @@ def analyze(
         click.echo(an.render_table(rows))
 
 
-def _analyze_oracle(paths: list[Path], as_csv: bool, as_json: bool, events: bool) -> None:
-    """awr_info over Oracle text reports; a bad file is reported, the others still count."""
+def _find_runs_noting(paths: list[Path]) -> list[Any]:
+    """Runs under the paths; an unreadable Oracle report is named on stderr, not fatal."""
+    from openslob.collect import find_runs
+
+    problems: list[str] = []
+    refs = find_runs(paths, problems)
+    for problem in problems:
+        err.print(f"slob: {problem}", highlight=False)
+    return refs
+
+
+def _analyze_oracle(reports: list[Any], as_csv: bool, as_json: bool, events: bool) -> None:
+    """awr_info's columns (or flashdba's event table) over Oracle text reports."""
     from openslob import analyze as an
-    from openslob.oracle.awr import parse_files
     from openslob.oracle.model import awr_rows, event_rows
 
-    files: list[Path] = []
-    for path in paths:
-        files += sorted(path.glob("*.txt")) if path.is_dir() else [path]
-    reports, errors = parse_files(files)
-    for error in errors:
-        err.print(f"slob: {error}", highlight=False)
-    if not reports:
-        raise OpenslobError("no readable Oracle AWR or Statspack report among the paths")
     rows = event_rows(reports) if events else awr_rows(reports)
     if as_csv:
         click.echo(an.render_plain_csv(rows), nl=False)
@@ -888,14 +893,13 @@ def plot(
       slob plot slob-results/20261122T050000Z-soak --kind timeseries -o soak-plots
     """
     from openslob.analyze import detect_degradation, load_timeseries
-    from openslob.collect import find_runs
     from openslob.report import plots
 
     chosen = tuple(f.strip() for f in formats.split(",") if f.strip())
     bad = [f for f in chosen if f not in ("png", "svg")]
     if bad or not chosen:
         raise OpenslobError(f"--format={formats}: allowed png, svg")
-    refs = find_runs(list(paths))
+    refs = _find_runs_noting(list(paths))
     written: list[Path] = []
     if kind in ("petal", "all"):
         for x in ("iops", "mbps"):
@@ -946,14 +950,13 @@ def report(path: Path, as_html: bool, output: Path | None) -> None:
       slob report slob-results/20261122T050000Z-readonly
       slob report slob-results/sweep-ssd --html
     """
-    from openslob.collect import find_runs
     from openslob.results import load_run
 
     if as_html:
         from openslob.report.html import write_html
 
         target = output or (path if path.is_dir() else path.parent) / "report.html"
-        click.echo(str(write_html(find_runs([path]), target)))
+        click.echo(str(write_html(_find_runs_noting([path]), target)))
         return
     from openslob.report.text import render_text
 

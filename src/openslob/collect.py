@@ -15,6 +15,9 @@ sweep.json and one run directory per point:
                                       "error": str | None}, ...]}
     SWEEP/sweep.csv      the analyze table of the complete points
     SWEEP/<point name>/  a run directory
+Oracle AWR / Statspack text reports (SLOB's awr.<pct>.<sessions>.txt) are runs too: a report
+file, or a directory holding them, becomes run.json-shaped dicts (oracle.to_run) labelled by
+the directory, so a directory of them plots as one sweep.
 Reports and analyses read only these files.
 """
 
@@ -26,10 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from openslob.errors import OpenslobError
+from openslob.oracle import OracleReport, looks_like_oracle_report, parse_report, to_run
 from openslob.results import load_run
 
 SWEEP_FILE = "sweep.json"
 RUN_FILE = "run.json"
+# where a directory is searched for Oracle reports (SLOB's runit.sh writes awr.txt)
+ORACLE_SUFFIXES = {".txt", ".lst"}
 
 
 @dataclass
@@ -40,6 +46,7 @@ class RunRef:
     run: dict[str, Any]
     sweep: str | None = None  # the sweep's label (or directory name)
     point: dict[str, Any] = field(default_factory=dict)  # the varied params of its point
+    oracle: OracleReport | None = None  # the parsed report when the run is an Oracle report
 
     @property
     def name(self) -> str:
@@ -62,36 +69,79 @@ def sweep_label(path: Path, sweep: dict[str, Any]) -> str:
     return sweep.get("label") or path.name
 
 
-def find_runs(paths: list[Path]) -> list[RunRef]:
-    """Every run under the given paths, sweeps in plan order, others sorted by path."""
+def find_runs(paths: list[Path], errors: list[str] | None = None) -> list[RunRef]:
+    """Every run under the given paths, sweeps in plan order, others sorted by path.
+
+    An Oracle report that cannot be parsed is appended to `errors` (one line naming the file
+    and section) when a list is given, so the other files still count; else it raises.
+    """
     found: list[RunRef] = []
     seen: set[Path] = set()
+    problems: list[str] = []
     for path in paths:
         if not path.exists():
             raise OpenslobError(f"{path}: no such file or directory")
-        for ref in _runs_under(path):
+        for ref in _runs_under(path, problems):
             key = ref.path.resolve()
             if key not in seen:
                 seen.add(key)
                 found.append(ref)
+    if problems and errors is None:
+        raise OpenslobError(problems[0])
+    if errors is not None:
+        errors.extend(problems)
     if not found:
         names = ", ".join(str(p) for p in paths)
-        raise OpenslobError(f"no run.json found under {names}")
+        raise OpenslobError(f"no run.json or Oracle AWR/Statspack report found under {names}")
     return found
 
 
-def _runs_under(path: Path) -> list[RunRef]:
+def _runs_under(path: Path, errors: list[str]) -> list[RunRef]:
     if path.is_file():
         if path.name == SWEEP_FILE:
             return _sweep_runs(path.parent)
-        return [RunRef(path.parent, load_run(path))]
+        if path.suffix == ".json":
+            return [RunRef(path.parent, load_run(path))]
+        return _oracle_runs([path], errors)
     if (path / SWEEP_FILE).exists():
         return _sweep_runs(path)
     if (path / RUN_FILE).exists():
         return [RunRef(path, load_run(path))]
-    refs: list[RunRef] = []
+    reports = [p for p in sorted(path.iterdir()) if is_oracle_report_file(p)]
+    refs = _oracle_runs(reports, errors)
     for child in sorted(p for p in path.iterdir() if p.is_dir()):
-        refs.extend(_runs_under(child))
+        refs.extend(_runs_under(child, errors))
+    return refs
+
+
+def is_oracle_report_file(path: Path) -> bool:
+    if not path.is_file() or path.suffix.lower() not in ORACLE_SUFFIXES:
+        return False
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            return looks_like_oracle_report(f.read(20_000))
+    except OSError:
+        return False
+
+
+def _oracle_runs(files: list[Path], errors: list[str]) -> list[RunRef]:
+    """Oracle reports as runs, labelled by their directory (one sweep per directory)."""
+    refs = []
+    for file in files:
+        try:
+            report = parse_report(file.read_text(encoding="utf-8", errors="replace"), str(file))
+        except OSError as exc:
+            errors.append(f"{file}: cannot read ({exc.strerror or exc})")
+            continue
+        except OpenslobError as exc:
+            errors.append(str(exc))
+            continue
+        run = to_run(report, file)
+        point = {
+            k: run["config"][k] for k in ("UPDATE_PCT", "SESSIONS") if run["config"][k] is not None
+        }
+        label = file.resolve().parent.name
+        refs.append(RunRef(file, run, label, point, oracle=report))
     return refs
 
 

@@ -156,6 +156,11 @@ def to_run(report: OracleReport, path: str | Path) -> dict[str, Any]:
     }
 
 
+def _count(value: float | None) -> float | int | None:
+    """Wait counts are whole numbers: print them so (the parser reads every number as float)."""
+    return int(value) if value is not None and float(value).is_integer() else value
+
+
 def _r(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
@@ -211,7 +216,7 @@ def event_rows(reports: list[OracleReport]) -> list[dict[str, Any]]:
                 {
                     "Filename": Path(report.name).name,
                     "Event": event,
-                    "Waits": ev.waits,
+                    "Waits": _count(ev.waits),
                     "Time(s)": ev.time_s,
                     "Latency(us)": _r(ev.latency_us, 1),
                     "IOPS": _r(iops, 1),

@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from openslob import __version__
-from openslob.analyze import analyze_rows, load_timeseries, render_table
+from openslob.analyze import analyze_rows, load_timeseries, render_plain, render_table
 from openslob.collect import RunRef
+from openslob.oracle import awr_rows
 from openslob.report import plots
 from openslob.report.text import render_text
 
@@ -60,9 +61,24 @@ def _warnings(run: dict) -> str:
     return f'<div class="warn"><strong>Warnings</strong><ul>{lis}</ul></div>'
 
 
+def _summary(refs: list[RunRef]) -> str:
+    """The analyze table; awr_info's own columns when every run is an Oracle report."""
+    reports = [ref.oracle for ref in refs if ref.oracle is not None]
+    if reports and len(reports) == len(refs):
+        return render_plain(awr_rows(reports))
+    return render_table(analyze_rows(refs))
+
+
+def _report_text(ref: RunRef) -> str:
+    """The AWR-like text of a run; an Oracle report is shown as Oracle wrote it."""
+    if ref.oracle is not None:
+        return ref.path.read_text(encoding="utf-8", errors="replace")
+    return render_text(ref.run)
+
+
 def run_html(ref: RunRef) -> str:
     run = ref.run
-    body = [_warnings(run), "<h2>Summary (analyze)</h2>", _pre(render_table(analyze_rows([ref])))]
+    body = [_warnings(run), "<h2>Summary (analyze)</h2>", _pre(_summary([ref]))]
     rows = load_timeseries(ref.path)
     if rows:
         body += [
@@ -74,12 +90,12 @@ def run_html(ref: RunRef) -> str:
             "<h2>SLOBop latency</h2>",
             _figure(plots.latency_histogram(run), "in-loop histograms per op type"),
         ]
-    body += ["<h2>Report</h2>", _pre(render_text(run))]
+    body += ["<h2>Report</h2>", _pre(_report_text(ref))]
     return _page(f"openslob run {ref.name}", body)
 
 
 def sweep_html(refs: list[RunRef], title: str) -> str:
-    body = ["<h2>Runs (analyze)</h2>", _pre(render_table(analyze_rows(refs)))]
+    body = ["<h2>Runs (analyze)</h2>", _pre(_summary(refs))]
     for x, caption in (
         ("iops", "latency vs physical I/O per second"),
         ("mbps", "latency vs MB per second"),
@@ -94,7 +110,7 @@ def sweep_html(refs: list[RunRef], title: str) -> str:
     for ref in refs:
         body.append(
             f"<details><summary>{html.escape(ref.name)}</summary>"
-            f"{_warnings(ref.run)}{_pre(render_text(ref.run))}</details>"
+            f"{_warnings(ref.run)}{_pre(_report_text(ref))}</details>"
         )
     return _page(title, body)
 
