@@ -27,6 +27,20 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
+def parse_args(
+    doc: str, defaults: dict[str, object], quick: dict[str, object]
+) -> argparse.Namespace:
+    """--data-dir, --quick and one flag per default (typed by it); --quick swaps in `quick`."""
+    p = parser(doc.splitlines()[0])
+    for name, default in defaults.items():
+        p.add_argument(f"--{name}", type=type(default), default=default)
+    args = p.parse_args()
+    if args.quick:
+        for name, value in quick.items():
+            setattr(args, name, value)
+    return args
+
+
 def ints(text: str) -> list[int]:
     return [int(v) for v in text.split(",") if v.strip()]
 

@@ -15,7 +15,7 @@ import resource
 import tempfile
 from pathlib import Path
 
-from _common import Bench, ints, parser, spread
+from _common import Bench, ints, parse_args, spread
 
 from openslob.benchmark import execute, prepare
 
@@ -26,13 +26,11 @@ def cpu_seconds() -> float:
 
 
 def main() -> None:
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--sessions", default="4,32")
-    p.add_argument("--seconds", type=float, default=20)
-    p.add_argument("--repeats", type=int, default=3)
-    args = p.parse_args()
-    if args.quick:
-        args.sessions, args.seconds, args.repeats = "2", 2, 1
+    args = parse_args(
+        __doc__,
+        {"sessions": "4,32", "seconds": 20.0, "repeats": 3},
+        {"sessions": "2", "seconds": 2.0, "repeats": 1},
+    )
     counts = ints(args.sessions)
     bench = Bench(args.data_dir, "pio")
     data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 128, "UPDATE_PCT": 20, "WARMUP": 2}

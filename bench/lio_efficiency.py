@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import psycopg
-from _common import Bench, ints, parser, spread
+from _common import Bench, ints, parse_args, spread
 
 from openslob.engines.postgres.workload import SESSION_SETTINGS, call_statement
 from openslob.run import loop_conf, session_schemas
@@ -96,13 +96,11 @@ def prewarm(bench: Bench) -> None:
 
 
 def main() -> None:
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--sessions", default="1,2,4")
-    p.add_argument("--seconds", type=float, default=10)
-    p.add_argument("--repeats", type=int, default=3)
-    args = p.parse_args()
-    if args.quick:
-        args.sessions, args.seconds, args.repeats = "1", 2, 1
+    args = parse_args(
+        __doc__,
+        {"sessions": "1,2,4", "seconds": 10.0, "repeats": 3},
+        {"sessions": "1", "seconds": 2.0, "repeats": 1},
+    )
     counts = ints(args.sessions)
     bench = Bench(args.data_dir, "lio")
     script = Path(tempfile.mkdtemp(prefix="lio-")) / "select.sql"

@@ -12,18 +12,15 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from _common import Bench, ints, parser, spread
+from _common import Bench, ints, parse_args, spread
 
 from openslob.benchmark import run_benchmark
 
 
 def main() -> None:
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--counts", default="64,256,512")
-    p.add_argument("--repeats", type=int, default=3)
-    args = p.parse_args()
-    if args.quick:
-        args.counts, args.repeats = "8,32", 1
+    args = parse_args(
+        __doc__, {"counts": "64,256,512", "repeats": 3}, {"counts": "8,32", "repeats": 1}
+    )
     counts = ints(args.counts)
     bench = Bench(args.data_dir, "pio")
     data = {

@@ -13,19 +13,17 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from _common import Bench, parser, spread
+from _common import Bench, parse_args, spread
 
 from openslob.sweep import plan_sweep, run_sweep
 
 
 def main() -> None:
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--seconds", type=float, default=20)
-    p.add_argument("--warmup", type=float, default=3)
-    p.add_argument("--repeats", type=int, default=2)
-    args = p.parse_args()
-    if args.quick:
-        args.seconds, args.warmup, args.repeats = 2, 0, 1
+    args = parse_args(
+        __doc__,
+        {"seconds": 20.0, "warmup": 3.0, "repeats": 2},
+        {"seconds": 2.0, "warmup": 0.0, "repeats": 1},
+    )
     bench = Bench(args.data_dir, "pio")
     flags = {
         "SCHEMAS": "4",

@@ -149,6 +149,11 @@ def test_window_is_exact_and_only_it_is_recorded(dataset, tmp_path) -> None:
     total = sum(s["ops_select"] for s in result["sessions"])
     assert result["latency"]["select"]["count"] == total
     assert result["metrics"]["selects_per_s"] == pytest.approx(total / window["seconds"], rel=0.01)
+    # DB time is the window CALLs' active time (PostgreSQL's own figure), not the warm-up's:
+    # every session is active for the window plus the wait for its barrier (BARRIER_LEAD_S).
+    sessions = len(result["sessions"])
+    db_time = result["metrics"]["db_time_s"]
+    assert sessions * 3.0 <= db_time <= sessions * (3.0 + 0.5), db_time
 
 
 def test_update_pct_zero_means_no_updates_and_no_loop_wal(dataset, tmp_path) -> None:

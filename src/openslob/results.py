@@ -114,6 +114,7 @@ def build_metrics(
                 seconds,
                 io_timing=io_timing,
                 wal_io_timing=wal_timing,
+                own_commits=record.stats_flush_commits,
             )
         )
     else:

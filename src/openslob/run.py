@@ -79,6 +79,7 @@ class RunRecord:
     wait_samples: int = 0
     timeseries: list[dict[str, Any]] = field(default_factory=list)
     leftover_backends: int = 0
+    stats_flush_commits: int = 0  # our own transactions inside the window (publish_stats)
     notes: list[str] = field(default_factory=list)
 
 
@@ -513,6 +514,9 @@ class RunController:
                         "failed", f"session {session.id} ({session.schema}): {outcome.error}"
                     )
                 return
+            finally:  # also after a cancel: the interrupted window's counts are published
+                if await self.backend.publish_stats(session) and name == "window":
+                    self.record.stats_flush_commits += 1
             setattr(outcome, name, result)
 
         await asyncio.gather(*(one(s) for s in self.sessions))

@@ -20,6 +20,7 @@ from openslob.engines.postgres import stats
 from openslob.engines.postgres.workload import SESSION_SETTINGS, call_statement
 
 CONNECT_TIMEOUT_S = 30
+FORCE_FLUSH_VERSION = 150000  # pg_stat_force_next_flush()
 
 
 @dataclass
@@ -82,6 +83,27 @@ class PostgresRunBackend:
         cur = await session.conn.execute(call_statement(session.schema), [json.dumps(conf)])
         row = await cur.fetchone()
         return row[0] if row else {}
+
+    async def publish_stats(self, session: WorkSession) -> bool:
+        """Make the session publish its statistics now; True when it ran one transaction.
+
+        A backend adds a statement's active time to pg_stat_database only when it goes idle,
+        after it has flushed its counters, so without this the window's DB time would show
+        up one phase late (a warm-up's worth). pg_stat_force_next_flush() (15+) makes the next
+        flush, at the end of this tiny statement, publish everything and wait for locks
+        rather than skip contended entries; the one-page catalog scan gives that flush
+        something pending, without which it returns before publishing the active time.
+        Its own commit (and one logical read) is known: the commit is subtracted.
+        """
+        if session.conn.info.server_version < FORCE_FLUSH_VERSION:
+            return False
+        try:
+            await session.conn.execute(
+                "SELECT pg_stat_force_next_flush() FROM pg_catalog.pg_am LIMIT 1"
+            )
+        except (psycopg.Error, OSError):
+            return False
+        return True
 
     async def cancel(self, session: WorkSession) -> None:
         with contextlib.suppress(psycopg.Error, OSError):

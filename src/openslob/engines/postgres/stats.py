@@ -238,9 +238,20 @@ def _ratio(num: float | None, den: float | None, scale: float = 1.0) -> float | 
 
 
 def snapshot_delta(
-    before: Snapshot, after: Snapshot, seconds: float, *, io_timing: bool, wal_io_timing: bool
+    before: Snapshot,
+    after: Snapshot,
+    seconds: float,
+    *,
+    io_timing: bool,
+    wal_io_timing: bool,
+    own_commits: int = 0,
 ) -> dict[str, float | None]:
-    """Window metrics from two snapshots. Latencies need their timing setting on, else None."""
+    """Window metrics from two snapshots. Latencies need their timing setting on, else None.
+
+    own_commits: transactions the tool itself ran in the window (the stats flush after each
+    CALL), taken out of commits. DB time is pg_stat_database active_time, which a backend
+    publishes one statement late unless that flush ran: None before PostgreSQL 15.
+    """
     db_b, db_a = before.get("database"), after.get("database")
     relation = {"objects": ("relation", "temp relation")}
     reads = _io_delta(before, after, "reads", **relation)
@@ -266,7 +277,8 @@ def snapshot_delta(
         wal_syncs = _d(after.get("wal"), before.get("wal"), "wal_sync")
         wal_sync_time = _d(after.get("wal"), before.get("wal"), "wal_sync_time")
         wal_writes = _d(after.get("wal"), before.get("wal"), "wal_write")
-    active_ms = _d(db_a, db_b, "active_time")
+    active_ms = _d(db_a, db_b, "active_time") if after["server_version"] >= 150000 else None
+    commits = _d(db_a, db_b, "xact_commit")
     mb = 1 << 20
     return {
         "lio_per_s": _per_s(lio, seconds),
@@ -284,7 +296,7 @@ def snapshot_delta(
         "wal_writes_per_s": _per_s(wal_writes, seconds),
         "wal_syncs_per_s": _per_s(wal_syncs, seconds),
         "wal_sync_latency_us": _ratio(wal_sync_time, wal_syncs, 1000) if wal_io_timing else None,
-        "commits_per_s": _per_s(_d(db_a, db_b, "xact_commit"), seconds),
+        "commits_per_s": _per_s(None if commits is None else commits - own_commits, seconds),
         "rollbacks_per_s": _per_s(_d(db_a, db_b, "xact_rollback"), seconds),
         "db_time_s": None if active_ms is None else active_ms / 1000,
         "temp_mb": None
