@@ -2,8 +2,9 @@
 """driver_overhead: CPU seconds of the slob process ÷ CPU seconds of the server during runs.
 
 The client only connects, samples counters and writes results; the work loop runs in the
-database. The client's CPU is getrusage(RUSAGE_SELF) around the run (all its threads); the
-server's is the postmaster tree's utime+stime over the window (run.json db_cpu_s).
+database. Both sides are measured over the same span, the whole run (connect, warm-up,
+window, results): the client's CPU is getrusage(RUSAGE_SELF) (all its threads), the
+server's the postmaster tree's utime+stime (children that exited included).
 Goal: <= 0.01.
 
     python bench/driver_overhead.py --sessions 4,32 --seconds 20 --repeats 3
@@ -18,6 +19,7 @@ from pathlib import Path
 from _common import Bench, ints, parse_args, spread
 
 from openslob.benchmark import execute, prepare
+from openslob.host import server_cpu_seconds
 
 
 def cpu_seconds() -> float:
@@ -41,10 +43,16 @@ def main() -> None:
             prepared = prepare(config, target=None, data_dir=bench.server.data_dir)
             ratios, clients, servers = [], [], []
             for i in range(args.repeats):
-                before = cpu_seconds()
-                run = execute(prepared, config, results / f"n{n}-{i}")
+                pid = bench.server.status().pid
+                before, server_before = cpu_seconds(), server_cpu_seconds(pid)
+                execute(prepared, config, results / f"n{n}-{i}")
                 client = cpu_seconds() - before
-                server = run["metrics"]["db_cpu_s"]
+                server_after = server_cpu_seconds(pid)
+                server = (
+                    None
+                    if server_before is None or server_after is None
+                    else server_after - server_before
+                )
                 clients.append(client)
                 servers.append(server or 0)
                 if server:

@@ -12,6 +12,7 @@ where the CPU, not the device, becomes the limit. Goal: >= 0.90 where the device
 
 from __future__ import annotations
 
+import statistics
 import tempfile
 from pathlib import Path
 
@@ -19,7 +20,10 @@ from _common import Bench, ints, parse_args, spread
 
 from openslob.benchmark import run_benchmark
 
-CPU_BOUND_PCT = 90
+CPU_BOUND_PCT = 90  # user+sys of all CPUs: the CPUs are the limit
+# /proc/pressure/cpu "some": share of the time a runnable task waited for a CPU. Past this
+# the sessions' reads are stretched by the run queue, not by the device.
+CPU_CONTENDED_PCT = 20
 
 
 def main() -> None:
@@ -39,11 +43,11 @@ def main() -> None:
     )
     print(
         f"{'sessions':>8}  {'DB reads/s':>22}  {'fio IOPS':>22}  {'reads ratio':>26}  "
-        f"{'DB us / fio us':>24}  {'CPU %':>6}"
+        f"{'DB us / fio us':>24}  {'CPU %':>6}  {'CPU wait %':>10}  {'srv CPU us/read':>15}"
     )
     try:
         for n in counts:
-            db, fio, ratio, lat, cpu = [], [], [], [], []
+            db, fio, ratio, lat, cpu, wait, per_read = [], [], [], [], [], [], []
             for _ in range(args.repeats):
                 config = bench.config(**data, SESSIONS=n, RUN_TIME=args.seconds)
                 _, run = run_benchmark(
@@ -59,14 +63,26 @@ def main() -> None:
                 ratio.append(cal["pio_reads_pct_of_fio"] / 100)
                 lat.append(cal["db_read_latency_vs_fio"])
                 cpu.append((m["cpu_user_pct"] or 0) + (m["cpu_sys_pct"] or 0))
-            limit = " CPU-bound" if max(cpu) >= CPU_BOUND_PCT else ""
+                wait.append(m.get("psi_cpu_some_pct") or 0)
+                reads = m["pio_reads_per_s"] * run["window"]["seconds"]
+                per_read.append((m["db_cpu_s"] or 0) / reads * 1e6 if reads else 0)
+            limit = ""
+            if max(cpu) >= CPU_BOUND_PCT:
+                limit = " CPU-bound"
+            elif statistics.median(wait) >= CPU_CONTENDED_PCT:
+                limit = " CPU-contended"
             print(
                 f"{n:>8}  {spread(db, 0):>22}  {spread(fio, 0):>22}  {spread(ratio):>26}  "
-                f"{spread(lat):>24}  {max(cpu):>5.0f}{limit}"
+                f"{spread(lat):>24}  {max(cpu):>6.0f}  {statistics.median(wait):>10.0f}  "
+                f"{statistics.median(per_read):>15.1f}{limit}"
             )
     finally:
         bench.close()
     print("goal: reads ratio >= 0.90 at every N where the device, not the CPU, is the limit")
+    print(
+        "CPU % = user+sys of all CPUs; CPU wait % = /proc/pressure/cpu 'some' (a runnable task "
+        "waited for a CPU); srv CPU us/read = server processes' CPU / physical reads"
+    )
 
 
 if __name__ == "__main__":

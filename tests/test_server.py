@@ -111,6 +111,33 @@ def test_profile_change_restarts_with_new_settings(fresh_server: EmbeddedServer)
     assert fresh_server.start().profile == "redo"
 
 
+def test_buffered_load_profile_and_back(fresh_server: EmbeddedServer) -> None:
+    fresh_server.start("redo")
+    with fresh_server.buffered_for_load() as restarted:
+        assert restarted and fresh_server.status().profile == "load"
+        assert _setting(fresh_server, "debug_io_direct") == ""  # buffered while loading
+        with psycopg.connect(fresh_server.conninfo(), autocommit=True) as conn:
+            conn.execute("CREATE TABLE loaded AS SELECT g FROM generate_series(1, 1000) g")
+    assert fresh_server.status().profile == "redo"
+    assert _setting(fresh_server, "debug_io_direct") == "data"
+    with psycopg.connect(fresh_server.conninfo()) as conn:
+        assert conn.execute("SELECT count(*) FROM loaded").fetchone()[0] == 1000
+    # an error inside still restores the test profile
+    with pytest.raises(RuntimeError), fresh_server.buffered_for_load():
+        raise RuntimeError("load failed")
+    assert fresh_server.status().profile == "redo"
+    # a setup killed inside it leaves the load profile: the next plain start undoes that
+    fresh_server.start("load")
+    info = json.loads(fresh_server.instance_file.read_text())
+    fresh_server._save_instance({**info, "profile_after_load": "redo"})
+    fresh_server.stop()
+    assert fresh_server.start().profile == "redo"
+    # a buffered server (lio) is left alone
+    fresh_server.start("lio")
+    with fresh_server.buffered_for_load() as restarted:
+        assert not restarted and fresh_server.status().profile == "lio"
+
+
 def test_unknown_profile_is_rejected(fresh_server: EmbeddedServer) -> None:
     with pytest.raises(ServerError, match="profile=fast"):
         fresh_server.start("fast")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -163,43 +164,57 @@ def test_changed_scale_rebuilds_only_what_changed(small_dataset: str, slob, db) 
     assert slob("setup", *SMALL).exit_code == 0
 
 
-def test_interrupted_load_is_detected_and_repaired(server: EmbeddedServer, slob, db) -> None:
+def _fresh_query(server: EmbeddedServer, query: str) -> Any:
+    """One value on a new connection: a large load restarts the server (buffered I/O), which
+    ends every connection opened before it."""
+    try:
+        with psycopg.connect(server.conninfo(), autocommit=True, connect_timeout=5) as conn:
+            row = conn.execute(query).fetchone()
+            return row[0] if row else None
+    except psycopg.OperationalError:
+        return None
+
+
+def test_interrupted_load_is_detected_and_repaired(server: EmbeddedServer, slob) -> None:
+    # 120,000 rows = 938 MB: large enough for the buffered-I/O load restart
     args = ("setup", "--schemas", "1", "--scale", "120000", "--scan-table-sz", "0", "--seed", "7")
     proc = slob_subprocess(*args, data_dir=server.data_dir)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until the load is really under way
-        status = (
-            db.execute(
-                "SELECT status FROM openslob.datasets WHERE schema_name = 'user1'"
-                " AND table_name = 'cf1' AND rows = 120000"
-            ).fetchone()
-            if db.execute("SELECT to_regclass('openslob.datasets')").fetchone()[0]
-            else None
+        status = _fresh_query(
+            server,
+            "SELECT status FROM openslob.datasets WHERE schema_name = 'user1'"
+            " AND table_name = 'cf1' AND rows = 120000",
         )
-        if (
-            status
-            and status[0] == "loading"
-            and db.execute(
-                "SELECT coalesce(pg_relation_size(to_regclass('user1.cf1')), 0)"
-            ).fetchone()[0]
-            > 0
-        ):
+        pages = _fresh_query(
+            server, "SELECT coalesce(pg_relation_size(to_regclass('user1.cf1')), 0)"
+        )
+        if status == "loading" and pages:
             break
         time.sleep(0.05)
+    assert server.status().profile == "load"  # restarted with buffered I/O for the load
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=30)
+    _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "interrupted" in stderr
-    loaders = db.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'openslob-load%'"
-    ).fetchone()[0]
+    assert server.status().profile == "pio"  # and back into the test profile
+    loaders = _fresh_query(
+        server,
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'openslob-load%'",
+    )
     assert loaders == 0  # Ctrl-C cancelled the server-side load
     assert slob("verify", *args[1:]).exit_code == 1  # the half load is not mistaken for data
     repaired = slob(*args)
     assert repaired.exit_code == 0, repaired.output
-    assert "loaded" in repaired.output
+    assert "loaded" in repaired.output and "buffered I/O" in repaired.output
+    assert server.status().profile == "pio"
+    assert _setting_direct_io(server) == "data"
     assert slob("verify", *args[1:]).exit_code == 0
     assert slob("setup", *SMALL).exit_code == 0  # restore the module's data set
+
+
+def _setting_direct_io(server: EmbeddedServer) -> str:
+    return _fresh_query(server, "SELECT current_setting('debug_io_direct')")
 
 
 def test_invalid_value_touches_nothing(tmp_path: Path, slob) -> None:

@@ -249,6 +249,8 @@ def setup(target: str, data_dir: Path | None, **params: Any) -> None:
       slob setup --schemas 8 --scale 1G
       slob setup --conf ~/SLOB/slob.conf --load-parallel-degree 4
     """
+    from openslob.benchmark import setup_dataset
+
     config = config_from_click(params, "setup")  # validates before anything is touched
     _print_config_messages(config)
     engine, resolved = _engine_for(target, data_dir)
@@ -272,8 +274,12 @@ def setup(target: str, data_dir: Path | None, **params: Any) -> None:
             "load", total=config["SCHEMAS"] * (config["SCALE"] + config["SCAN_TABLE_SZ"])
         )
         try:
-            result = engine.setup(
-                config, lambda done, total: bar.update(task, completed=done, total=total)
+            result = setup_dataset(
+                engine,
+                resolved,
+                config,
+                lambda msg: err.print(f"note: {msg}", highlight=False),
+                lambda done, total: bar.update(task, completed=done, total=total),
             )
         except KeyboardInterrupt:
             engine.cancel()

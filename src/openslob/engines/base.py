@@ -71,6 +71,10 @@ class Engine(ABC):
         """Create or repair the SLOB data set; leave valid data untouched."""
 
     @abstractmethod
+    def bytes_to_load(self, config: Config) -> int:
+        """What setup would write: the tables that are missing, stale or half loaded."""
+
+    @abstractmethod
     def verify(self, config: Config) -> VerifyResult:
         """Measure the data set against what the config asks for."""
 

@@ -5,6 +5,8 @@ pio  - physical I/O: direct I/O for data files, a small buffer cache (the defaul
 lio  - logical I/O: a buffer cache large enough to hold the data set; measures CPU/LIO rate.
 redo - WAL/commit stress: a large cache (reads stay in memory) and room for WAL so that
        commits and WAL flushes dominate, with WAL I/O timing on.
+load - internal: buffered I/O and a large cache while `slob setup` loads, so the load and
+       its VACUUM are not written and re-read 8 KiB at a time through direct I/O.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ import os
 from pathlib import Path
 
 PROFILES = ("pio", "lio", "redo")
+# Internal, never chosen by users: `slob setup` runs a bulk load in it (see
+# EmbeddedServer.buffered_for_load), then restarts the server into its test profile.
+LOAD_PROFILE = "load"
+DIRECT_IO_PROFILES = ("pio", "redo")
 
 # Pages each connection may pin at once in the worst case (index descent + heap fetch +
 # slack); the pio cache must never run out of unpinned buffers at high session counts.
@@ -54,6 +60,7 @@ _PER_PROFILE = {
     # "db file sequential read" and fio's psync engine, so latencies compare one to one.
     "pio": {"debug_io_direct": "'data'", "io_method": "'sync'"},
     "lio": {"io_method": "'sync'"},
+    "load": {"io_method": "'sync'"},
     "redo": {
         "debug_io_direct": "'data'",
         "io_method": "'sync'",

@@ -91,6 +91,10 @@ class PostgresEngine(Engine):
             )
         return result
 
+    def bytes_to_load(self, config: Config) -> int:
+        todo, _ = self._loader.plan(_specs(config))
+        return sum(spec.rows for spec in todo) * BLOCK_SIZE
+
     def verify(self, config: Config) -> VerifyResult:
         specs = _specs(config)
         checks: list[Check] = []
