@@ -209,6 +209,33 @@ def test_oracle_directory_from_the_cli(tmp_path: Path) -> None:
     assert mixed.exit_code == 1 and "not an Oracle report" in mixed.output
 
 
+def test_oracle_names_given_by_pattern(tmp_path: Path) -> None:
+    """SLOB's runit.sh leaves awr.txt; a user's directories carry the values instead."""
+    from openslob.collect import find_runs
+    from openslob.oracle.model import name_pattern
+    from tests.test_oracle import SYNTHETIC_ACTIVITY
+
+    awr11 = (ORACLE / "awr_11.2.0.1_orcl_swingbench.txt").read_text() + SYNTHETIC_ACTIVITY
+    for sessions in (4, 8):
+        run = tmp_path / "ssd" / f"run_{sessions}s_20u"
+        run.mkdir(parents=True)
+        (run / "awr.txt").write_text(awr11)
+    plain = find_runs([tmp_path / "ssd"])
+    assert [r.point for r in plain] == [{}, {}]  # awr.txt says nothing by itself
+    regex = r"run_(?P<sessions>\d+)s_(?P<pct>\d+)u/awr\.txt$"
+    refs = find_runs([tmp_path / "ssd"], oracle_names=name_pattern(regex))
+    assert [r.point for r in refs] == [
+        {"UPDATE_PCT": 20, "SESSIONS": 4},
+        {"UPDATE_PCT": 20, "SESSIONS": 8},
+    ]
+    rows = json.loads(invoke("analyze", "--json", "--oracle-names", regex, str(tmp_path / "ssd")))
+    assert [r["SESSIONS"] for r in rows] == [4, 8]
+    out = invoke("plot", str(tmp_path / "ssd"), "--oracle-names", regex, "-o", str(tmp_path / "p"))
+    assert "petal_iops_db_read.png" in out
+    bad = CliRunner().invoke(cli, ["analyze", "--oracle-names", "run_(\\d+)", str(tmp_path)])
+    assert bad.exit_code == 2 and "--oracle-names" in bad.output and "(?P<pct>" in bad.output
+
+
 def test_not_a_run_is_one_line(tmp_path: Path) -> None:
     bogus = tmp_path / "x"
     bogus.mkdir()

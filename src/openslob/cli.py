@@ -688,6 +688,28 @@ paths_argument = click.argument(
 )
 
 
+def _oracle_names(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
+    from openslob.oracle.model import name_pattern
+
+    if value is None:
+        return None
+    try:
+        return name_pattern(value)
+    except OpenslobError as exc:
+        raise click.BadParameter(str(exc).split(": ", 1)[-1]) from exc
+
+
+oracle_names_option = click.option(
+    "--oracle-names",
+    metavar="REGEX",
+    default=None,
+    callback=_oracle_names,
+    help="Oracle reports: where UPDATE_PCT and sessions are in each report's path, as named "
+    "groups, e.g. 'run_(?P<sessions>\\d+)s_(?P<pct>\\d+)u/awr\\.txt' "
+    "[default: SLOB/flashdba's awr.<pct>.<sessions>.txt].",
+)
+
+
 @cli.command(context_settings=CONTEXT)
 @paths_argument
 @click.option("--csv", "as_csv", is_flag=True, help="CSV instead of the aligned table.")
@@ -743,6 +765,7 @@ paths_argument = click.argument(
     show_default=True,
     help="--timeseries: ramp-up ignored before the steady level.",
 )
+@oracle_names_option
 @friendly_errors
 def analyze(
     paths: tuple[Path, ...],
@@ -756,6 +779,7 @@ def analyze(
     min_seconds: float,
     baseline_seconds: float,
     skip_seconds: float,
+    oracle_names: Any,
 ) -> None:
     """One line per run with the columns SLOB users know from awr_info.
 
@@ -774,7 +798,7 @@ def analyze(
 
     from openslob import analyze as an
 
-    refs = _find_runs_noting(list(paths))
+    refs = _find_runs_noting(list(paths), oracle_names)
     oracle = [ref.oracle for ref in refs if ref.oracle is not None]
     if awr and len(oracle) < len(refs):
         plain = next(ref for ref in refs if ref.oracle is None)
@@ -822,12 +846,12 @@ def analyze(
         click.echo(an.render_table(rows))
 
 
-def _find_runs_noting(paths: list[Path]) -> list[Any]:
+def _find_runs_noting(paths: list[Path], oracle_names: Any = None) -> list[Any]:
     """Runs under the paths; an unreadable Oracle report is named on stderr, not fatal."""
     from openslob.collect import find_runs
 
     problems: list[str] = []
-    refs = find_runs(paths, problems)
+    refs = find_runs(paths, problems, oracle_names)
     for problem in problems:
         err.print(f"slob: {problem}", highlight=False)
     return refs
@@ -878,6 +902,7 @@ def _analyze_oracle(reports: list[Any], as_csv: bool, as_json: bool, events: boo
 @click.option(
     "--format", "formats", default="png,svg", show_default=True, help="Comma list of png, svg."
 )
+@oracle_names_option
 @friendly_errors
 def plot(
     paths: tuple[Path, ...],
@@ -887,6 +912,7 @@ def plot(
     log_y: bool,
     output: Path,
     formats: str,
+    oracle_names: Any,
 ) -> None:
     """Draw petal plots, time series and latency histograms (PNG and SVG).
 
@@ -905,7 +931,7 @@ def plot(
     bad = [f for f in chosen if f not in ("png", "svg")]
     if bad or not chosen:
         raise OpenslobError(f"--format={formats}: allowed png, svg")
-    refs = _find_runs_noting(list(paths))
+    refs = _find_runs_noting(list(paths), oracle_names)
     written: list[Path] = []
     if kind in ("petal", "all"):
         for x in ("iops", "mbps"):
@@ -944,8 +970,9 @@ def plot(
     default=None,
     help="HTML file to write (default PATH/report.html).",
 )
+@oracle_names_option
 @friendly_errors
-def report(path: Path, as_html: bool, output: Path | None) -> None:
+def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) -> None:
     """Re-render a run's AWR-like text report from run.json, or an HTML report.
 
     PATH is a run directory (text or HTML) or a sweep directory (HTML: the analyze table,
@@ -962,7 +989,7 @@ def report(path: Path, as_html: bool, output: Path | None) -> None:
         from openslob.report.html import write_html
 
         target = output or (path if path.is_dir() else path.parent) / "report.html"
-        click.echo(str(write_html(_find_runs_noting([path]), target)))
+        click.echo(str(write_html(_find_runs_noting([path], oracle_names), target)))
         return
     from openslob.report.text import render_text
 

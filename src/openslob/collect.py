@@ -24,12 +24,14 @@ Reports and analyses read only these files.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openslob.errors import OpenslobError
 from openslob.oracle import OracleReport, looks_like_oracle_report, parse_report, to_run
+from openslob.oracle.model import label as label_report
 from openslob.results import load_run
 
 SWEEP_FILE = "sweep.json"
@@ -69,11 +71,17 @@ def sweep_label(path: Path, sweep: dict[str, Any]) -> str:
     return sweep.get("label") or path.name
 
 
-def find_runs(paths: list[Path], errors: list[str] | None = None) -> list[RunRef]:
+def find_runs(
+    paths: list[Path],
+    errors: list[str] | None = None,
+    oracle_names: re.Pattern[str] | None = None,
+) -> list[RunRef]:
     """Every run under the given paths, sweeps in plan order, others sorted by path.
 
     An Oracle report that cannot be parsed is appended to `errors` (one line naming the file
     and section) when a list is given, so the other files still count; else it raises.
+    oracle_names: where an Oracle report's UPDATE_PCT and sessions are in its path (named
+    groups pct, sessions); default SLOB/flashdba's awr.<pct>.<sessions>.txt.
     """
     found: list[RunRef] = []
     seen: set[Path] = set()
@@ -81,7 +89,7 @@ def find_runs(paths: list[Path], errors: list[str] | None = None) -> list[RunRef
     for path in paths:
         if not path.exists():
             raise OpenslobError(f"{path}: no such file or directory")
-        for ref in _runs_under(path, problems):
+        for ref in _runs_under(path, problems, oracle_names):
             key = ref.path.resolve()
             if key not in seen:
                 seen.add(key)
@@ -96,21 +104,23 @@ def find_runs(paths: list[Path], errors: list[str] | None = None) -> list[RunRef
     return found
 
 
-def _runs_under(path: Path, errors: list[str]) -> list[RunRef]:
+def _runs_under(
+    path: Path, errors: list[str], names: re.Pattern[str] | None = None
+) -> list[RunRef]:
     if path.is_file():
         if path.name == SWEEP_FILE:
             return _sweep_runs(path.parent)
         if path.suffix == ".json":
             return [RunRef(path.parent, load_run(path))]
-        return _oracle_runs([path], errors)
+        return _oracle_runs([path], errors, names)
     if (path / SWEEP_FILE).exists():
         return _sweep_runs(path)
     if (path / RUN_FILE).exists():
         return [RunRef(path, load_run(path))]
     reports = [p for p in sorted(path.iterdir()) if is_oracle_report_file(p)]
-    refs = _oracle_runs(reports, errors)
+    refs = _oracle_runs(reports, errors, names)
     for child in sorted(p for p in path.iterdir() if p.is_dir()):
-        refs.extend(_runs_under(child, errors))
+        refs.extend(_runs_under(child, errors, names))
     return refs
 
 
@@ -124,7 +134,9 @@ def is_oracle_report_file(path: Path) -> bool:
         return False
 
 
-def _oracle_runs(files: list[Path], errors: list[str]) -> list[RunRef]:
+def _oracle_runs(
+    files: list[Path], errors: list[str], names: re.Pattern[str] | None
+) -> list[RunRef]:
     """Oracle reports as runs, labelled by their directory (one sweep per directory)."""
     refs = []
     for file in files:
@@ -136,6 +148,7 @@ def _oracle_runs(files: list[Path], errors: list[str]) -> list[RunRef]:
         except OpenslobError as exc:
             errors.append(str(exc))
             continue
+        label_report(report, file, names)
         run = to_run(report, file)
         point = {
             k: run["config"][k] for k in ("UPDATE_PCT", "SESSIONS") if run["config"][k] is not None

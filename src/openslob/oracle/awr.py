@@ -53,6 +53,10 @@ class OracleReport:
     top_events: list[WaitEvent] | None = None
     os_stats: dict[str, float | None] | None = None
     time_model: dict[str, dict[str, float | None]] | None = None
+    # The run's UPDATE_PCT and session count: not in the report; taken from its path
+    # (model.name_params) by whoever read the file.
+    update_pct: int | None = None
+    sessions: int | None = None
 
     def load(self, *names: str, column: str = "per_second") -> float | None:
         """First Load Profile figure found under any of the names (versions rename rows)."""

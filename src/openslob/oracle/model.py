@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from openslob.errors import ConfigError
 from openslob.oracle.awr import OracleReport, WaitEvent
 
 MB = 2**20  # Oracle's "MB" in Load Profile (Read IO (MB)) is 2**20 bytes as well
@@ -26,10 +27,47 @@ IO_EVENTS = [
 ]
 
 
-def name_params(path: str | Path) -> tuple[int | None, int | None]:
-    """(UPDATE_PCT, sessions) from awr.<pct>.<sessions>.txt / awr_<pct>_<sessions>.txt."""
-    m = _NAME.search(Path(path).name)
-    return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+def name_params(
+    path: str | Path, pattern: re.Pattern[str] | None = None
+) -> tuple[int | None, int | None]:
+    """(UPDATE_PCT, sessions) from awr.<pct>.<sessions>.txt / awr_<pct>_<sessions>.txt, or
+    from the named groups `pct` and `sessions` of `pattern` searched in the whole path."""
+    if pattern is None:
+        m = _NAME.search(Path(path).name)
+        return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+    m = pattern.search(str(path))
+    if m is None:
+        return None, None
+    groups = m.groupdict()
+    return tuple(  # type: ignore[return-value]
+        int(groups[g]) if groups.get(g) is not None else None for g in ("pct", "sessions")
+    )
+
+
+def name_pattern(text: str) -> re.Pattern[str]:
+    """A user's --oracle-names pattern, checked: it must name a `pct` or `sessions` group."""
+    try:
+        pattern = re.compile(text)
+    except re.error as exc:
+        raise ConfigError(f"--oracle-names={text}: not a regular expression ({exc})") from exc
+    if not {"pct", "sessions"} & set(pattern.groupindex):
+        raise ConfigError(
+            f"--oracle-names={text}: name the values with (?P<pct>...) and/or "
+            "(?P<sessions>...), e.g. 'run_(?P<sessions>\\d+)s_(?P<pct>\\d+)u'"
+        )
+    return pattern
+
+
+def label(report: OracleReport, path: str | Path, pattern: re.Pattern[str] | None = None) -> None:
+    """Set the report's UPDATE_PCT and sessions from its path."""
+    report.update_pct, report.sessions = name_params(path, pattern)
+
+
+def _params(report: OracleReport, path: str | Path | None = None) -> tuple[int | None, int | None]:
+    """What label() set; else the default names of `path` (or of the report's own name)."""
+    if report.update_pct is None and report.sessions is None:
+        return name_params(report.name if path is None else path)
+    return report.update_pct, report.sessions
 
 
 def _div(value: float | None, by: float) -> float | None:
@@ -128,7 +166,7 @@ def metrics(report: OracleReport) -> dict[str, float | None]:
 def to_run(report: OracleReport, path: str | Path) -> dict[str, Any]:
     """A run.json-shaped dict (schema_version 1) that analyze and plots can read."""
     path = Path(path)
-    update_pct, sessions = name_params(path)
+    update_pct, sessions = _params(report, path)
     h = report.header
     target = "/".join(str(x) for x in (h.get("db_name"), h.get("instance")) if x) or None
     return {
@@ -179,7 +217,7 @@ def awr_rows(reports: list[OracleReport]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "FILE": Path(report.name).name,
-                "SESSIONS": name_params(report.name)[1],
+                "SESSIONS": _params(report)[1],
                 "ELAPSED": _elapsed_s(report),
                 "DB CPU": report.load("DB CPU(s)"),
                 "DB Tm": report.load("DB Time(s)", "DB time(s)"),
