@@ -317,7 +317,9 @@ def build_run_json(
         "io": stats.io_breakdown(before, after) if before and after else None,
         "statements": stats.statement_deltas(before, after) if before and after else None,
         "warnings": warnings,
-        "notes": record.notes + [f"op counts from {s}" for s in ops_source],
+        "notes": record.notes
+        + [f"op counts from {s}" for s in ops_source]
+        + stats.version_notes(after, wal_io_timing=settings.get("track_wal_io_timing") == "on"),
         "snapshots": {"before": record.db_before, "after": record.db_after},
         "generated_at": iso(datetime.now(UTC).timestamp()),
         "hostname": socket.gethostname(),

@@ -377,3 +377,27 @@ WAIT_SAMPLE_SQL = (
     " FROM pg_stat_activity WHERE application_name = %s AND state = 'active'"
     " GROUP BY 1"
 )
+
+
+def version_notes(after: Snapshot, *, wal_io_timing: bool) -> list[str]:
+    """Why a figure is null on this server version (run.json notes, printed by the report)."""
+    version = after.get("server_version")
+    if not version:
+        return []
+    notes = []
+    if version < 160000:
+        notes.append(
+            f"PostgreSQL {version // 10000} has no pg_stat_io (16+): physical reads are "
+            "pg_stat_database blks_read (8 KiB each) and their time blk_read_time; physical "
+            "writes and write latency are not measured (null)"
+        )
+    if version < 150000:
+        notes.append(
+            f"PostgreSQL {version // 10000} cannot flush a session's statistics on demand "
+            "(pg_stat_force_next_flush, 15+): DB time is not measured (null)"
+        )
+    if version < 140000:
+        notes.append("PostgreSQL 13 has no pg_stat_wal syncs: WAL syncs and their latency are null")
+    elif not wal_io_timing:
+        notes.append("track_wal_io_timing is off: WAL sync latency is not measured (null)")
+    return notes
