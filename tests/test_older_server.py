@@ -7,6 +7,7 @@ PostgreSQL 15 cannot give null and a note saying why.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -110,3 +111,40 @@ def test_run_on_15_has_its_figures_and_says_what_is_missing(pg15: str, tmp_path:
     assert any("no pg_stat_io" in note for note in run["notes"])
     text = render_text(run)
     assert "note: PostgreSQL 15 has no pg_stat_io" in text
+
+
+def test_doctor_on_15_says_what_to_change(pg15: str) -> None:
+    result = CliRunner().invoke(cli, ["doctor", "--target", pg15, "--json", *DATA])
+    assert result.exit_code == 0, result.output  # warnings only: the run works
+    found = {f["check"]: f for f in json.loads(result.stdout)}
+    assert found["server version"]["verdict"] == "warn"
+    assert found["server version"]["value"].startswith("15.")
+    assert found["direct I/O"]["verdict"] == "warn"
+    assert "not available before 16" in found["direct I/O"]["value"]
+    assert found["track_io_timing"]["verdict"] == "ok"  # the fixture turned it on
+    # the 2 x 2000-row data set is smaller than 10 x 16 MB of shared_buffers
+    assert found["data set vs shared_buffers"]["verdict"] == "warn"
+    assert found["create schemas (setup)"]["verdict"] == "ok"
+
+
+def test_doctor_names_missing_privileges(pg15: str) -> None:
+    with psycopg.connect(pg15, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS weak")
+        conn.execute("CREATE ROLE weak LOGIN")
+        conn.execute("REVOKE CREATE ON DATABASE slob FROM PUBLIC")
+    weak = pg15.replace("user=slob", "user=weak")
+    result = CliRunner().invoke(cli, ["doctor", "--target", weak, "--json"])
+    assert result.exit_code == 1, result.output  # setup could not create its schemas
+    found = {f["check"]: f for f in json.loads(result.stdout)}
+    assert found["create schemas (setup)"]["verdict"] == "fail"
+    assert "GRANT CREATE ON DATABASE slob TO weak" in found["create schemas (setup)"]["advice"]
+    assert found["read all statistics"]["verdict"] == "warn"
+    assert "pg_read_all_stats" in found["read all statistics"]["advice"]
+
+
+def test_doctor_on_the_private_server_is_all_ok(slob) -> None:
+    result = slob("doctor", "--json")
+    assert result.exit_code == 0, result.output
+    verdicts = {f["check"]: f["verdict"] for f in json.loads(result.stdout)}
+    assert verdicts["direct I/O"] == verdicts["track_io_timing"] == "ok"
+    assert verdicts["io_method"] == verdicts["connections"] == "ok"

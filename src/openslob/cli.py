@@ -351,6 +351,48 @@ def verify(target: str, data_dir: Path | None, as_json: bool, **params: Any) -> 
     sys.exit(0 if result.ok else 1)
 
 
+@cli.command(context_settings=CONTEXT)
+@add_options("run")
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+@target_option
+@data_dir_option
+@friendly_errors
+def doctor(target: str, data_dir: Path | None, as_json: bool, **params: Any) -> None:
+    """Check a server for openslob: version, privileges, settings that change the numbers.
+
+    Each finding says what it measured, a verdict (ok / warn / fail) and what to change.
+    Run options (--sessions, --schemas, --scale ...) set what capacity and data size are
+    checked against. Exit 1 when something fails (setup or the run cannot work).
+
+    \b
+    Examples:
+      slob doctor --target postgresql://bench@db1/slob --sessions 64
+      slob doctor --target "host=/var/run/postgresql dbname=slob" --json
+    """
+    import psycopg
+
+    from openslob.engines.postgres.doctor import diagnose
+
+    config = config_from_click(params, "run")
+    resolved = resolve_target(target, data_dir)
+    try:
+        with psycopg.connect(resolved.conninfo, autocommit=True, connect_timeout=10) as conn:
+            findings = diagnose(conn, config)
+    except psycopg.OperationalError as exc:
+        raise OpenslobError(f"cannot connect to {resolved.label}: {str(exc).strip()}") from exc
+    if as_json:
+        click.echo(json.dumps([f.__dict__ for f in findings], indent=2))
+    else:
+        table = Table(title=f"openslob doctor: {resolved.label}", title_justify="left")
+        for column in ("check", "measured", "", "what to do"):
+            table.add_column(column, overflow="fold")
+        colour = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+        for f in findings:
+            table.add_row(f.check, f.value, f"[{colour[f.verdict]}]{f.verdict}[/]", f.advice)
+        out.print(table)
+    sys.exit(1 if any(f.verdict == "fail" for f in findings) else 0)
+
+
 def _print_verify(result: VerifyResult) -> None:
     table = Table(title="Data set verification", title_justify="left")
     for column in ("schema", "check", "measured", "expected", ""):

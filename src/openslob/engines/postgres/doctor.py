@@ -1,0 +1,262 @@
+"""`slob doctor`: what an existing PostgreSQL lets openslob do and measure, and what to change.
+
+Every finding is read from the server (version, role attributes, settings, catalog); none is
+assumed. Verdicts: "ok"; "warn" (the run works, a figure is null or can mislead); "fail"
+(setup or run cannot work as asked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from openslob.options import BLOCK_SIZE, Config
+from openslob.run import session_schemas
+
+MIN_VERSION = 130000
+# The pio rule of thumb the run's warning uses: a data set at least 10x the cache.
+CACHE_RATIO = 10
+
+
+@dataclass
+class Finding:
+    check: str
+    value: str
+    verdict: str  # ok | warn | fail
+    advice: str = ""
+
+
+def _setting(conn: psycopg.Connection, name: str) -> str | None:
+    row = conn.execute("SELECT setting FROM pg_settings WHERE name = %s", [name]).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _bytes(conn: psycopg.Connection, name: str) -> int | None:
+    row = conn.execute(
+        "SELECT setting::bigint * coalesce(pg_size_bytes(nullif(unit, '')), 1)"
+        " FROM pg_settings WHERE name = %s",
+        [name],
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def diagnose(conn: psycopg.Connection, config: Config) -> list[Finding]:
+    version = conn.info.server_version
+    findings = [_version(conn, version)]
+    if version < MIN_VERSION:
+        return findings
+    findings += _privileges(conn)
+    findings += _statistics(conn, version)
+    findings += _io_path(conn, version, config)
+    findings += _durability(conn)
+    findings.append(_capacity(conn, config))
+    findings.append(_host(conn))
+    return findings
+
+
+def _version(conn: psycopg.Connection, version: int) -> Finding:
+    text = conn.execute("SHOW server_version").fetchone()[0]
+    if version < MIN_VERSION:
+        return Finding("server version", text, "fail", "openslob needs PostgreSQL 13 or later")
+    if version < 160000:
+        return Finding(
+            "server version",
+            text,
+            "warn",
+            "before 16 there is no pg_stat_io (physical writes and write latency are null) "
+            "and no direct I/O",
+        )
+    return Finding("server version", text, "ok")
+
+
+def _privileges(conn: psycopg.Connection) -> list[Finding]:
+    role, superuser, create, stats = conn.execute(
+        "SELECT current_user, rolsuper,"
+        " has_database_privilege(current_database(), 'CREATE'),"
+        " rolsuper OR pg_has_role('pg_read_all_stats', 'USAGE')"
+        " FROM pg_roles WHERE rolname = current_user"
+    ).fetchone()
+    findings = [
+        Finding(
+            "create schemas (setup)",
+            f"{role}: {'yes' if create else 'no'}",
+            "ok" if create else "fail",
+            "" if create else f"GRANT CREATE ON DATABASE {conn.info.dbname} TO {role}",
+        ),
+        Finding(
+            "read all statistics",
+            f"{role}: {'yes' if stats else 'no'}",
+            "ok" if stats else "warn",
+            ""
+            if stats
+            else f"GRANT pg_read_all_stats TO {role} (or pg_monitor): without it other "
+            "sessions' wait events and statements are hidden",
+        ),
+    ]
+    if not superuser:
+        findings.append(
+            Finding(
+                "superuser",
+                f"{role}: no",
+                "ok",
+                "fine for setup and runs; host counters of a remote server need "
+                "pg_read_server_files",
+            )
+        )
+    return findings
+
+
+def _statistics(conn: psycopg.Connection, version: int) -> list[Finding]:
+    findings = []
+    for name, lost in (
+        ("track_io_timing", "database read/write latency is null"),
+        ("track_wal_io_timing", "WAL sync latency is null"),
+    ):
+        value = _setting(conn, name)
+        if value is None:  # track_wal_io_timing is 14+
+            continue
+        findings.append(
+            Finding(
+                name,
+                value,
+                "ok" if value == "on" else "warn",
+                ""
+                if value == "on"
+                else f"ALTER SYSTEM SET {name} = on; SELECT pg_reload_conf() (else {lost})",
+            )
+        )
+    preload = _setting(conn, "shared_preload_libraries") or ""
+    installed = conn.execute(
+        "SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'"
+    ).fetchone()
+    loaded = "pg_stat_statements" in preload
+    findings.append(
+        Finding(
+            "pg_stat_statements",
+            f"preloaded: {'yes' if loaded else 'no'}, installed: {'yes' if installed else 'no'}",
+            "ok" if loaded and installed else "warn",
+            ""
+            if loaded and installed
+            else "add pg_stat_statements to shared_preload_libraries (restart) and "
+            "CREATE EXTENSION pg_stat_statements: else no time series, no top statements and "
+            "no op counts for an interrupted run",
+        )
+    )
+    if version < 150000:
+        findings.append(
+            Finding(
+                "DB time",
+                "not measurable",
+                "warn",
+                "pg_stat_force_next_flush() is 15+: DB time is null before 15",
+            )
+        )
+    return findings
+
+
+def _io_path(conn: psycopg.Connection, version: int, config: Config) -> list[Finding]:
+    findings = []
+    direct = _setting(conn, "debug_io_direct") if version >= 160000 else None
+    if direct is not None and "data" in direct.split(","):
+        findings.append(Finding("direct I/O", f"debug_io_direct = {direct}", "ok"))
+    else:
+        findings.append(
+            Finding(
+                "direct I/O",
+                "off" if version >= 160000 else "not available before 16",
+                "warn",
+                "reads may come from the OS page cache, not the device: "
+                + (
+                    "debug_io_direct = data (restart)"
+                    if version >= 160000
+                    else "use a data set far larger than RAM"
+                ),
+            )
+        )
+    method = _setting(conn, "io_method")
+    if method is not None:
+        findings.append(
+            Finding(
+                "io_method",
+                method,
+                "ok" if method == "sync" else "warn",
+                ""
+                if method == "sync"
+                else "io_method = sync makes each miss one pread by the session (SLOB's "
+                "single-block read); worker/io_uring hand reads to other processes",
+            )
+        )
+    shared_buffers = _bytes(conn, "shared_buffers") or 0
+    data = config["SCHEMAS"] * config["SCALE"] * BLOCK_SIZE
+    ok = data >= CACHE_RATIO * shared_buffers
+    findings.append(
+        Finding(
+            "data set vs shared_buffers",
+            f"{data / 2**20:,.0f} MB vs {shared_buffers / 2**20:,.0f} MB",
+            "ok" if ok else "warn",
+            ""
+            if ok
+            else f"physical I/O tests want the data set >= {CACHE_RATIO}x shared_buffers: raise "
+            "SCALE or SCHEMAS, or lower shared_buffers",
+        )
+    )
+    return findings
+
+
+def _durability(conn: psycopg.Connection) -> list[Finding]:
+    findings = []
+    for name, why in (
+        ("fsync", "commits and checkpoints do not reach the device: WAL figures are fiction"),
+        (
+            "synchronous_commit",
+            "commits do not wait for the WAL flush: update latency "
+            "and WAL syncs understate a real system",
+        ),
+        ("full_page_writes", "WAL volume is smaller than a production server's"),
+    ):
+        value = _setting(conn, name)
+        ok = value == "on"
+        findings.append(
+            Finding(name, str(value), "ok" if ok else "warn", "" if ok else f"{name} = on ({why})")
+        )
+    return findings
+
+
+def _capacity(conn: psycopg.Connection, config: Config) -> Finding:
+    sessions = len(session_schemas(config))
+    limit = int(_setting(conn, "max_connections") or 0)
+    reserved = int(_setting(conn, "superuser_reserved_connections") or 0)
+    busy = conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+    ).fetchone()[0]
+    free = limit - reserved - busy
+    need = sessions + 3  # the sessions, two monitors and the snapshot connection
+    ok = free >= need
+    return Finding(
+        "connections",
+        f"{need} needed, {free} free of max_connections {limit}",
+        "ok" if ok else "fail",
+        "" if ok else f"raise max_connections to at least {limit - free + need} (restart)",
+    )
+
+
+def _host(conn: psycopg.Connection) -> Finding:
+    try:
+        data_dir = conn.execute("SHOW data_directory").fetchone()[0]
+    except psycopg.Error:
+        conn.rollback()
+        return Finding(
+            "device counters",
+            "data_directory hidden",
+            "warn",
+            "the role may not read data_directory (pg_read_all_settings): device figures null",
+        )
+    local = Path(data_dir).exists()
+    return Finding(
+        "device counters",
+        f"data_directory {data_dir} {'is on this host' if local else 'not on this host'}",
+        "ok" if local else "warn",
+        "" if local else "device and OS figures are null for a server on another host",
+    )
