@@ -443,3 +443,33 @@ def test_host_info_real(var_tmp_dir: Path) -> None:
     assert info["kernel"] == os.uname().release
     assert isinstance(info["devices"], list)
     assert [d["name"] for d in info["devices"]] == host.devices_for_path(var_tmp_dir)
+
+
+MOUNTINFO = """\
+22 1 254:0 / / rw,relatime - ext4 /dev/vda rw
+40 22 8:17 / /srv/pg rw,noatime - xfs /dev/sdb1 rw
+41 40 0:45 / /srv/pg/btr rw - btrfs /dev/nvme0n1p2 rw
+42 22 0:46 / /srv/pg\\040space rw - ext4 /dev/sdc rw
+"""
+DISKSTATS = """\
+ 254       0 vda 1 0 8 1 1 0 8 1 0 1 2 0 0 0 0 0 0
+   8      16 sdb 1 0 8 1 1 0 8 1 0 1 2 0 0 0 0 0 0
+   8      17 sdb1 1 0 8 1 1 0 8 1 0 1 2 0 0 0 0 0 0
+ 259       2 nvme0n1p2 1 0 8 1 1 0 8 1 0 1 2 0 0 0 0 0 0
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "devices"),
+    [
+        ("/srv/pg/18/main", ["sdb1"]),  # the longest mount point, matched by major:minor
+        ("/srv/pgx", ["vda"]),  # a prefix of a name is not a parent directory
+        ("/srv/pg/btr/data", ["nvme0n1p2"]),  # anonymous 0:N: the source names the device
+        ("/srv/pg space/data", []),  # escaped mount point; its device is not in diskstats
+        ("/var/lib/postgresql", ["vda"]),
+    ],
+)
+def test_devices_from_another_hosts_proc(path: str, devices: list[str]) -> None:
+    from openslob.host import devices_from_texts
+
+    assert devices_from_texts(path, MOUNTINFO, DISKSTATS) == devices

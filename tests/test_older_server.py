@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from openslob.benchmark import run_benchmark
 from openslob.cli import cli
+from openslob.engines.postgres.runner import PostgresRunBackend
 from openslob.options import resolve
 from openslob.report.text import render_text
 from openslob.servers import fsperm
@@ -140,6 +141,10 @@ def test_doctor_names_missing_privileges(pg15: str) -> None:
     assert "GRANT CREATE ON DATABASE slob TO weak" in found["create schemas (setup)"]["advice"]
     assert found["read all statistics"]["verdict"] == "warn"
     assert "pg_read_all_stats" in found["read all statistics"]["advice"]
+    # nor may it read the server host's /proc: the run says why its host figures are null
+    reason = PostgresRunBackend(weak, "t").host_files_reason()
+    assert reason is not None and "42501" in reason and "/proc" in reason
+    assert PostgresRunBackend(pg15, "t").host_files_reason() is None  # a superuser may
 
 
 def test_doctor_on_the_private_server_is_all_ok(slob) -> None:

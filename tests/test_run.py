@@ -298,6 +298,33 @@ def test_device_reads_agree_with_database_reads_under_pio(dataset, tmp_path) -> 
     assert not [w for w in result["warnings"] if "page cache" in w]
 
 
+def test_host_counters_through_the_database(dataset, tmp_path, monkeypatch) -> None:
+    """The remote-host path (pg_read_file of the server host's /proc), forced on a local
+    server so both readings can be compared: same devices, same agreement with the DB."""
+    from openslob import host
+
+    monkeypatch.setenv("SLOB_HOST_COUNTERS", "database")
+    _, result = run(dataset, tmp_path, UPDATE_PCT=0, RUN_TIME=3, SESSIONS=4)
+    metrics, info = result["metrics"], result["host"]
+    assert info["read_through"] == "database (pg_read_file)"
+    local = host.devices_for_path(str(dataset.pgdata))
+    assert [d["name"] for d in info["devices"]] == local and local
+    assert info["cpus"] == os.cpu_count() and info["memory_bytes"] > 0
+    assert metrics["device_reads_per_s"] == pytest.approx(metrics["pio_reads_per_s"], rel=0.10)
+    assert metrics["cpu_user_pct"] is not None and metrics["psi_io_some_pct"] is not None
+    assert metrics["db_cpu_s"] is None  # the server's process tree is not reachable
+    assert any("through the database" in note for note in result["notes"])
+    assert not [w for w in result["warnings"] if "not this one" in w]
+    assert any(row["device_reads_per_s"] for row in _timeseries(tmp_path))
+
+
+def _timeseries(tmp_path: Path) -> list[dict[str, str]]:
+    from openslob.analyze import load_timeseries
+
+    (run_dir,) = (tmp_path / "results").iterdir()
+    return [r for r in load_timeseries(run_dir) if r["phase"] == "window"]
+
+
 def test_external_script_called_pre_post_end(dataset, tmp_path) -> None:
     log = tmp_path / "phases.log"
     script = tmp_path / "hook.sh"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -104,6 +105,33 @@ def ensure_data(
     )
 
 
+# "database": read host counters through the connection even when the data directory is
+# visible here (a server in a container; the tests of that path).
+HOST_COUNTERS_ENV = "SLOB_HOST_COUNTERS"
+_NO_HOST = ("hostname", "cpus", "cpu_model", "memory_bytes", "kernel", "os")
+
+
+def _server_host(
+    backend: PostgresRunBackend, settings: dict[str, str]
+) -> tuple[list[str], dict[str, Any], str | None]:
+    """Devices and host description of a server on another host, read through the database;
+    nulls and the reason when the role may not read its files."""
+    reason = backend.host_files_reason()
+    if reason is not None:
+        return [], {**dict.fromkeys(_NO_HOST), "devices": []}, reason
+    monitor = backend.monitor("host")
+    try:
+        read = monitor.read_file
+        devices = host.devices_from_texts(
+            settings.get("data_directory", ""),
+            read("/proc/self/mountinfo") or "",
+            read("/proc/diskstats") or "",
+        )
+        return devices, host.read_host_info(read, devices), None
+    finally:
+        monitor.close()
+
+
 def local_server(target: Target, settings: dict[str, str]) -> tuple[str | None, int | None]:
     """(data directory, postmaster pid) when the server runs on this host, else (None, None)."""
     if target.server is not None:
@@ -172,11 +200,16 @@ def execute(
     backend = PostgresRunBackend(resolved.conninfo, f"openslob-run {run_dir.name}")
     settings = backend.settings()
     local_data_dir, server_pid = local_server(resolved, settings)
-    devices = host.devices_for_path(local_data_dir) if local_data_dir else []
-    host_info = host.host_info(local_data_dir or "/")
-    if not local_data_dir:
-        host_info["devices"] = []
     notes = [] if settings.get("track_io_timing") == "on" else ["track_io_timing=off"]
+    via_database = False
+    if local_data_dir and os.environ.get(HOST_COUNTERS_ENV) != "database":
+        devices = host.devices_for_path(local_data_dir)
+        host_info = host.host_info(local_data_dir)
+    else:
+        devices, host_info, reason = _server_host(backend, settings)
+        via_database = reason is None
+        notes.append(reason or "host counters read through the database (pg_read_file)")
+        server_pid = None  # not ours to watch or measure: DB CPU is null
     script_env = {"SLOB_RUN_DIR": str(run_dir), "SLOB_SESSIONS": str(sessions)}
     controller = RunController(
         config,
@@ -187,6 +220,7 @@ def execute(
         script_env=script_env,
         server_alive=None if server_pid is None else partial(host.pid_alive, server_pid),
         on_server_death=resolved.server.kill_orphans if resolved.server else None,
+        host_via_database=via_database,
     )
     controller.record.notes.extend(notes)
     record = controller.run()
@@ -199,7 +233,7 @@ def execute(
         host_info=host_info,
         profile=profile,
         label=label,
-        devices_local=bool(local_data_dir),
+        devices_local=bool(local_data_dir) or via_database,
     )
     if calibrate_dir is not None and run["status"] == "complete":
         run["calibration"] = calibration(calibrate_dir, sessions, run, notice)

@@ -12,7 +12,7 @@ import os
 import platform
 import socket
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -675,6 +675,69 @@ def snapshot_from_text(
         pressure=pressure,
         server_cpu_seconds=server_cpu_seconds,
     )
+
+
+# ------------------------------------------------------------------ another host's /proc
+# A server on another host (or in a container): its /proc read through some `read(path)`
+# (pg_read_file through the database connection), parsed by the same functions.
+
+FileReader = Callable[[str], str | None]
+
+
+def devices_from_texts(path: str, mountinfo: str, diskstats: str) -> list[str]:
+    """devices_for_path for a file system seen only through its host's /proc texts: the
+    mount holding `path` (longest mount point), its major:minor matched in diskstats."""
+    best: tuple[str, str, str] | None = None
+    for line in mountinfo.splitlines():
+        left, sep, right = line.partition(" - ")
+        lfields, rfields = left.split(), right.split()
+        if not sep or len(lfields) < 5 or len(rfields) < 2:
+            continue
+        mount_point = _unescape_mountinfo(lfields[4])
+        inside = path == mount_point or path.startswith(mount_point.rstrip("/") + "/")
+        if inside and (best is None or len(mount_point) >= len(best[0])):
+            best = (mount_point, lfields[2], _unescape_mountinfo(rfields[1]))
+    if best is None:
+        return []
+    by_number = {}
+    for line in diskstats.splitlines():
+        parts = line.split()
+        if len(parts) >= 14:
+            by_number[f"{parts[0]}:{parts[1]}"] = parts[2]
+    name = by_number.get(best[1])
+    source = best[2].rsplit("/", 1)[-1]
+    if name is None and best[2].startswith("/dev/") and source in by_number.values():
+        name = source  # btrfs & co: an anonymous st_dev, the source names the device
+    return [name] if name else []
+
+
+def read_snapshot(read: FileReader, device_names: Iterable[str]) -> HostSnapshot:
+    """take_snapshot through a reader; no server CPU (its process tree is not reachable)."""
+    monotonic, wall_time = time.monotonic(), datetime.now(UTC).isoformat()
+    diskstats, proc_stat = read("/proc/diskstats"), read("/proc/stat")
+    if diskstats is None or proc_stat is None:
+        raise OSError("/proc/diskstats or /proc/stat is not readable on the server's host")
+    pressure = {r: t for r in ("cpu", "io", "memory") if (t := read(f"/proc/pressure/{r}"))}
+    return snapshot_from_text(
+        monotonic, wall_time, device_names, diskstats, proc_stat, pressure or None
+    )
+
+
+def read_host_info(read: FileReader, devices: list[str]) -> dict:
+    """run.json's "host" for the server's host, from its /proc (None where unreadable)."""
+    stat, meminfo, cpuinfo = read("/proc/stat"), read("/proc/meminfo"), read("/proc/cpuinfo")
+    hostname, kernel = read("/proc/sys/kernel/hostname"), read("/proc/sys/kernel/osrelease")
+    return {
+        "hostname": hostname.strip() if hostname else None,
+        "cpus": parse_proc_stat(stat).cpus if stat else None,
+        "cpu_model": parse_cpu_model(cpuinfo) if cpuinfo else None,
+        "memory_bytes": parse_meminfo(meminfo).get("MemTotal") if meminfo else None,
+        "kernel": kernel.strip() if kernel else None,
+        "os": None,
+        # sysfs details (size, scheduler) are this host's view: only the names travel
+        "devices": [{"name": name} for name in devices],
+        "read_through": "database (pg_read_file)",
+    }
 
 
 def take_snapshot(device_names: Iterable[str], server_pid: int | None = None) -> HostSnapshot:

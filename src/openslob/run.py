@@ -161,10 +161,12 @@ class Sampler(threading.Thread):
         devices: list[str],
         interval: float,
         progress: ProgressFn | None,
+        host_via_database: bool = False,
     ) -> None:
         super().__init__(name="slob-sampler", daemon=True)
         self.backend, self.record = backend, record
         self.devices = devices
+        self.host_via_database = host_via_database
         self.interval, self.progress = interval, progress
         self.stop = threading.Event()
         self.errors: list[str] = []
@@ -188,7 +190,12 @@ class Sampler(threading.Thread):
 
     def _loop(self, waits: Monitor, live: Monitor) -> None:
         # No server CPU here: the time series does not show it, and summing it walks /proc.
-        prev_host = host.take_snapshot(self.devices)
+        def host_snapshot() -> host.HostSnapshot:
+            if self.host_via_database:
+                return host.read_snapshot(live.read_file, self.devices)
+            return host.take_snapshot(self.devices)
+
+        prev_host = host_snapshot()
         prev_live = live.loop_counters()
         next_tick = time.monotonic() + self.interval
         while not self.stop.is_set():
@@ -200,7 +207,7 @@ class Sampler(threading.Thread):
                 self.record.wait_samples += 1
             if time.monotonic() >= next_tick:
                 next_tick += self.interval
-                cur_host = host.take_snapshot(self.devices)
+                cur_host = host_snapshot()
                 cur_live = live.loop_counters()
                 row = timeseries_row(prev_host, cur_host, prev_live, cur_live, self.record)
                 self.record.timeseries.append(row)
@@ -286,8 +293,11 @@ class RunController:
         script_env: dict[str, str] | None = None,
         server_alive: Callable[[], bool] | None = None,
         on_server_death: Callable[[], None] | None = None,
+        host_via_database: bool = False,
     ) -> None:
         self.config = config
+        self.host_via_database = host_via_database
+        self._snapshots: Monitor | None = None
         self.server_alive = server_alive
         self.on_server_death = on_server_death
         self.backend = backend
@@ -340,7 +350,9 @@ class RunController:
             self.devices,
             self.config["SAMPLE_INTERVAL"],
             self.progress,
+            self.host_via_database,
         )
+        self._snapshots = snapshots
         try:
             await self._connect_all()
             if self._stopping.is_set():
@@ -474,7 +486,7 @@ class RunController:
             )
         )
         await self._sleep_until(window_start)
-        record.host_before = host.take_snapshot(self.devices, self.server_pid)
+        record.host_before = self._host_snapshot()
         await self._wait_any(asyncio.shield(window))
         if self._stopping.is_set():
             stopped_at = time.time()
@@ -484,7 +496,7 @@ class RunController:
             record.window_end = min(stopped_at, planned_end or stopped_at)
         else:
             record.window_end = time.time()
-        record.host_after = host.take_snapshot(self.devices, self.server_pid)
+        record.host_after = self._host_snapshot()
         ends = [o.window["ended_epoch"] for o in record.sessions if o.window]
         record.last_op_end = max(ends) if ends else None
         record.planned_end = planned_end
@@ -495,6 +507,18 @@ class RunController:
         error = external_script(config["EXTERNAL_SCRIPT"], "post", self.script_env)
         if error:
             record.notes.append(error)
+
+    def _host_snapshot(self) -> host.HostSnapshot | None:
+        """This host's /proc, or the server host's through the snapshot monitor (whose queries
+        run only between the phases, never at the same time as this)."""
+        if not self.host_via_database:
+            return host.take_snapshot(self.devices, self.server_pid)
+        try:
+            assert self._snapshots is not None
+            return host.read_snapshot(self._snapshots.read_file, self.devices)
+        except Exception as exc:  # the server may be gone; the figures are then null
+            self.record.notes.append(f"no host snapshot through the database: {_first_line(exc)}")
+            return None
 
     def _barrier(self) -> float:
         """An instant far enough ahead for every session's CALL to arrive before it."""

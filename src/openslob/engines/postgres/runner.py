@@ -20,6 +20,9 @@ from openslob.engines.postgres import stats
 from openslob.engines.postgres.workload import SESSION_SETTINGS, call_statement
 
 CONNECT_TIMEOUT_S = 30
+# pg_read_file's length for /proc files (their size reads as 0): sysctl files refuse a read
+# buffer far larger than this (ENOMEM), and 1 MiB holds any diskstats or mountinfo here.
+PROC_READ_BYTES = 1 << 20
 FORCE_FLUSH_VERSION = 150000  # pg_stat_force_next_flush()
 
 
@@ -51,6 +54,14 @@ class Monitor:
         if not self.with_statements:
             return None
         return stats.loop_counters(stats.statements(self.conn, loop_only=True))
+
+    def read_file(self, path: str) -> str | None:
+        """A file of the server's host (pg_read_file; None when missing). Check with
+        host_files_reason first: a permission error would abort this monitor's transaction."""
+        row = self.conn.execute(
+            "SELECT pg_read_file(%s, 0, %s, true)", [path, PROC_READ_BYTES]
+        ).fetchone()
+        return None if row is None else row[0]
 
     def waits(self, application_name: str) -> dict[str, int]:
         self.conn.execute("SELECT pg_stat_clear_snapshot()")
@@ -121,6 +132,22 @@ class PostgresRunBackend:
 
     def monitor(self, role: str) -> Monitor:
         return Monitor(self.conninfo, f"{self.application_name} {role}")
+
+    def host_files_reason(self) -> str | None:
+        """None when this role can read the server host's /proc through pg_read_file (superuser
+        or pg_read_server_files); else why not, for the results' notes."""
+        try:
+            with psycopg.connect(
+                self.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
+            ) as conn:
+                (text,) = conn.execute(
+                    "SELECT pg_read_file('/proc/diskstats', 0, %s, true)", [PROC_READ_BYTES]
+                ).fetchone()
+        except psycopg.Error as exc:
+            return f"cannot read the server host's /proc through the database: {exc.sqlstate} " + (
+                str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            )
+        return None if text else "the server's host has no /proc/diskstats"
 
     def terminate_leftovers(self) -> int:
         """Backends of this run still alive after it ended (must be none); kill them."""
