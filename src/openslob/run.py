@@ -173,22 +173,19 @@ class Sampler(threading.Thread):
         self.connection_lost = False
 
     def run(self) -> None:
-        waits: Monitor | None = None
         live: Monitor | None = None
         try:
-            waits = self.backend.monitor("waits")
             live = self.backend.monitor("sampler")
-            self._loop(waits, live)
+            self._loop(live)
         except Exception as exc:  # the run goes on without samples; say so in the results
             self.errors.append(f"sampler stopped: {_first_line(exc)}")
             self.connection_lost = isinstance(exc, psycopg.OperationalError)
         finally:
-            for monitor in (waits, live):
-                if monitor is not None:
-                    with contextlib.suppress(Exception):
-                        monitor.close()
+            if live is not None:
+                with contextlib.suppress(Exception):
+                    live.close()
 
-    def _loop(self, waits: Monitor, live: Monitor) -> None:
+    def _loop(self, live: Monitor) -> None:
         # No server CPU here: the time series does not show it, and summing it walks /proc.
         def host_snapshot() -> host.HostSnapshot:
             if self.host_via_database:
@@ -198,23 +195,56 @@ class Sampler(threading.Thread):
         prev_host = host_snapshot()
         prev_live = live.loop_counters()
         next_tick = time.monotonic() + self.interval
-        while not self.stop.is_set():
-            now = time.time()
-            start, end = self.record.window_start, self.record.window_end
-            if start is not None and start <= now and (end is None or now < end):
-                for event, count in waits.waits(self.backend.application_name).items():
-                    self.record.waits[event] += count
-                self.record.wait_samples += 1
-            if time.monotonic() >= next_tick:
-                next_tick += self.interval
-                cur_host = host_snapshot()
-                cur_live = live.loop_counters()
-                row = timeseries_row(prev_host, cur_host, prev_live, cur_live, self.record)
-                self.record.timeseries.append(row)
-                if self.progress:
-                    self.progress(row)
-                prev_host, prev_live = cur_host, cur_live
-            self.stop.wait(1 / WAIT_SAMPLE_HZ)
+        while not self.stop.wait(max(0.0, next_tick - time.monotonic())):
+            next_tick += self.interval
+            cur_host = host_snapshot()
+            cur_live = live.loop_counters()
+            row = timeseries_row(prev_host, cur_host, prev_live, cur_live, self.record)
+            self.record.timeseries.append(row)
+            if self.progress:
+                self.progress(row)
+            prev_host, prev_live = cur_host, cur_live
+
+
+class WaitSampler(threading.Thread):
+    """ASH-like wait samples of the window at WAIT_SAMPLE_HZ, taken inside the database
+    (one call, see workload._ASH_DDL), so the client spends no CPU on them."""
+
+    def __init__(
+        self,
+        backend: PostgresRunBackend,
+        monitor: Monitor,
+        record: RunRecord,
+        start: float,
+        end: float | None,
+    ) -> None:
+        super().__init__(name="slob-waits", daemon=True)
+        self.backend, self.monitor, self.record = backend, monitor, record
+        self.start_epoch, self.end_epoch = start, end
+        self.error: str | None = None
+
+    def run(self) -> None:
+        try:
+            samples, waits = self.monitor.sample_waits(
+                self.backend.application_name, self.start_epoch, self.end_epoch, WAIT_SAMPLE_HZ
+            )
+            self.record.wait_samples = samples
+            self.record.waits.update(waits)
+        except Exception as exc:  # the run's other figures stand; say why waits are missing
+            self.error = f"no wait samples: {_first_line(exc)}"
+
+    def finish(self, timeout: float) -> None:
+        """Wait for the samples; a sampler still running after `timeout` is cancelled.
+
+        The monitor stays open until the run's "after" snapshot is taken: its backend adds
+        the call's active time to pg_stat_database only at its next flush (its exit), so
+        the sampler never counts in the window's DB time."""
+        self.join(timeout)
+        if self.is_alive():
+            self.monitor.cancel()
+            self.join(5)
+        if self.error:
+            self.record.notes.append(self.error)
 
 
 def timeseries_row(
@@ -298,6 +328,7 @@ class RunController:
         self.config = config
         self.host_via_database = host_via_database
         self._snapshots: Monitor | None = None
+        self._waits_monitor: Monitor
         self.server_alive = server_alive
         self.on_server_death = on_server_death
         self.backend = backend
@@ -344,6 +375,7 @@ class RunController:
         self._stopping = asyncio.Event()
         loop.add_signal_handler(signal.SIGINT, self._on_sigint)
         snapshots = self.backend.monitor("snapshots")
+        self._waits_monitor = self.backend.monitor("waits")
         sampler = Sampler(
             self.backend,
             self.record,
@@ -375,8 +407,9 @@ class RunController:
             await asyncio.gather(*(self.backend.close(s) for s in self.sessions))
             await asyncio.to_thread(sampler.join, 10)
             self.record.notes.extend(sampler.errors)
-            with contextlib.suppress(Exception):
-                snapshots.close()
+            for monitor in (snapshots, self._waits_monitor):
+                with contextlib.suppress(Exception):
+                    monitor.close()
             loop.remove_signal_handler(signal.SIGINT)
 
     def _watchdog_done(self, task: asyncio.Task) -> None:
@@ -472,6 +505,8 @@ class RunController:
         record.window_start = window_start
         planned_end = None if loops else window_start + float(config["RUN_TIME"])
         record.window_end = planned_end  # the samplers' notion of "inside the window"
+        waits = WaitSampler(self.backend, self._waits_monitor, record, window_start, planned_end)
+        waits.start()
         window = asyncio.ensure_future(
             self._phase(
                 "window",
@@ -497,6 +532,8 @@ class RunController:
         else:
             record.window_end = time.time()
         record.host_after = self._host_snapshot()
+        # It stops by itself once the window's CALLs have returned (within 1/WAIT_SAMPLE_HZ).
+        await asyncio.to_thread(waits.finish, 2.0)
         ends = [o.window["ended_epoch"] for o in record.sessions if o.window]
         record.last_op_end = max(ends) if ends else None
         record.planned_end = planned_end

@@ -9,15 +9,17 @@ without an xid holds back no vacuum horizon.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg import pq, sql
 
 from openslob.engines.postgres import stats
-from openslob.engines.postgres.workload import SESSION_SETTINGS, call_statement
+from openslob.engines.postgres.workload import SESSION_SETTINGS, ash_function, call_statement
 
 CONNECT_TIMEOUT_S = 30
 # pg_read_file's length for /proc files (their size reads as 0): sysctl files refuse a read
@@ -63,16 +65,36 @@ class Monitor:
         ).fetchone()
         return None if row is None else row[0]
 
-    def waits(self, application_name: str) -> dict[str, int]:
-        self.conn.execute("SELECT pg_stat_clear_snapshot()")
-        rows = self.conn.execute(stats.WAIT_SAMPLE_SQL, [application_name]).fetchall()
-        return {event: int(count) for event, count in rows}
+    def sample_waits(
+        self, application_name: str, start_epoch: float, end_epoch: float | None, hz: float
+    ) -> tuple[int, dict[str, int]]:
+        """(samples, {event: count}) from the in-database sampler; returns when the window
+        ends (see workload._ASH_DDL). Cancel the connection to stop it sooner."""
+        (result,) = self.conn.execute(
+            sql.SQL("SELECT {}(%s, %s, %s, %s)").format(ash_function()),
+            [application_name, start_epoch, end_epoch, hz],
+        ).fetchone()
+        return int(result["samples"]), {e: int(n) for e, n in result["waits"].items()}
+
+    def cancel(self) -> None:
+        with contextlib.suppress(psycopg.Error, OSError):
+            self.conn.cancel_safe(timeout=3)
 
     def close(self) -> None:
         try:
             self.conn.rollback()
         finally:
             self.conn.close()
+
+
+async def _until(add: Any, remove: Any, fd: int) -> None:
+    """Sleep until `fd` is ready (add_reader/add_writer of the running loop)."""
+    ready = asyncio.get_running_loop().create_future()
+    add(fd, lambda: ready.done() or ready.set_result(None))
+    try:
+        await ready
+    finally:
+        remove(fd)
 
 
 class PostgresRunBackend:
@@ -91,9 +113,33 @@ class PostgresRunBackend:
         return WorkSession(session_id, schema, conn, conn.info.backend_pid)
 
     async def call(self, session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:
-        cur = await session.conn.execute(call_statement(session.schema), [json.dumps(conf)])
-        row = await cur.fetchone()
-        return row[0] if row else {}
+        """The session's CALL, awaited on its socket alone.
+
+        psycopg's async wait wakes every 0.1 s while a statement runs (to notice signals):
+        10 wake-ups a second per session for a whole run, a client CPU cost that grows with
+        the session count. A CALL lasts the whole phase, so it goes through libpq (psycopg.pq)
+        and sleeps until the server answers; cancels and a dead server still end it.
+        """
+        conn, pgconn = session.conn, session.conn.pgconn
+        query = call_statement(session.schema, placeholder="$1").as_bytes(conn)
+        pgconn.send_query_params(query, [json.dumps(conf).encode()])
+        loop = asyncio.get_running_loop()
+        while pgconn.flush():  # nonblocking: the rest of the message once writable
+            await _until(loop.add_writer, loop.remove_writer, pgconn.socket)
+        while True:
+            pgconn.consume_input()  # raises OperationalError when the server is gone
+            if not pgconn.is_busy():
+                break
+            await _until(loop.add_reader, loop.remove_reader, pgconn.socket)
+        results = []
+        while (result := pgconn.get_result()) is not None:
+            results.append(result)
+        for result in results:
+            if result.status == pq.ExecStatus.FATAL_ERROR:
+                raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
+        rows = [r for r in results if r.status == pq.ExecStatus.TUPLES_OK and r.ntuples]
+        value = rows[0].get_value(0, 0) if rows else None
+        return json.loads(value) if value else {}
 
     async def publish_stats(self, session: WorkSession) -> bool:
         """Make the session publish its statistics now; True when it ran one transaction.

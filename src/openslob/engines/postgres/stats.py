@@ -372,13 +372,6 @@ def statement_deltas(before: Snapshot, after: Snapshot, top: int = 10) -> list[d
     return rows[:top]
 
 
-WAIT_SAMPLE_SQL = (
-    "SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS event, count(*)"
-    " FROM pg_stat_activity WHERE application_name = %s AND state = 'active'"
-    " GROUP BY 1"
-)
-
-
 def version_notes(after: Snapshot, *, wal_io_timing: bool) -> list[str]:
     """Why a figure is null on this server version (run.json notes, printed by the report)."""
     version = after.get("server_version")

@@ -24,7 +24,7 @@ import textwrap
 import psycopg
 from psycopg import sql
 
-from openslob.engines.postgres.dataset import PAD_COLUMNS
+from openslob.engines.postgres.dataset import META_SCHEMA, PAD_COLUMNS
 from openslob.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
 
 PROCEDURE = "slob_work"
@@ -223,13 +223,67 @@ def bucket_function_ddl() -> sql.Composed:
     ).format(code=_bucket_code(indent=0))
 
 
+ASH_FUNCTION = "ash_sample"
+
+# ASH-like wait sampling inside the database, as the work loop is: the client makes one call
+# per run and spends no CPU on the 10 Hz samples. Samples every 1/hz s from start_epoch until
+# end_epoch (NULL: no planned end), and stops early once none of the run's sessions is
+# active any more (the window's CALLs returned: the end of an op-count run, or a Ctrl-C).
+# "CPU" is active without a wait event. Returns {"samples": n, "waits": {event: count}}.
+_ASH_DDL = """
+CREATE SCHEMA IF NOT EXISTS {schema};
+CREATE OR REPLACE FUNCTION {function}(app text, start_epoch float8, end_epoch float8, hz float8)
+RETURNS jsonb LANGUAGE plpgsql AS $ash$
+DECLARE
+    counts jsonb := '{{}}';
+    samples int := 0;
+    active int;
+    tick float8;
+    r record;
+BEGIN
+    PERFORM pg_sleep(greatest(0, start_epoch - extract(epoch FROM clock_timestamp())));
+    LOOP
+        tick := extract(epoch FROM clock_timestamp());
+        EXIT WHEN end_epoch IS NOT NULL AND tick >= end_epoch;
+        PERFORM pg_stat_clear_snapshot();
+        active := 0;
+        FOR r IN
+            SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS event,
+                   count(*)::int AS n
+            FROM pg_stat_activity WHERE application_name = app AND state = 'active'
+            GROUP BY 1
+        LOOP
+            counts := jsonb_set(
+                counts, ARRAY[r.event], to_jsonb(coalesce((counts ->> r.event)::int, 0) + r.n));
+            active := active + r.n;
+        END LOOP;
+        EXIT WHEN active = 0 AND samples > 0;
+        samples := samples + 1;
+        PERFORM pg_sleep(greatest(0, 1.0 / hz - (extract(epoch FROM clock_timestamp()) - tick)));
+    END LOOP;
+    RETURN jsonb_build_object('samples', samples, 'waits', counts);
+END
+$ash$;
+"""
+
+
+def ash_function() -> sql.Identifier:
+    return sql.Identifier(META_SCHEMA, ASH_FUNCTION)
+
+
 def install_procedures(conn: psycopg.Connection, schemas: list[str]) -> None:
     for schema in schemas:
         conn.execute(procedure_ddl(schema, conn.info.server_version))
+    conn.execute(
+        sql.SQL(_ASH_DDL).format(schema=sql.Identifier(META_SCHEMA), function=ash_function())
+    )
 
 
-def call_statement(schema: str) -> sql.Composed:
-    return sql.SQL("CALL {}(%s::jsonb, NULL)").format(sql.Identifier(schema, PROCEDURE))
+def call_statement(schema: str, placeholder: str = "%s") -> sql.Composed:
+    """The work CALL; placeholder "$1" for libpq itself (runner.call)."""
+    return sql.SQL("CALL {}(" + placeholder + "::jsonb, NULL)").format(
+        sql.Identifier(schema, PROCEDURE)
+    )
 
 
 # Session settings of a work session: SLOB reads one block at a time through the index.
