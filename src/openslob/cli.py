@@ -369,17 +369,11 @@ def doctor(target: str, data_dir: Path | None, as_json: bool, **params: Any) -> 
       slob doctor --target postgresql://bench@db1/slob --sessions 64
       slob doctor --target "host=/var/run/postgresql dbname=slob" --json
     """
-    import psycopg
-
-    from openslob.engines.postgres.doctor import diagnose
+    from openslob.engines.postgres.doctor import diagnose_target
 
     config = config_from_click(params, "run")
     resolved = resolve_target(target, data_dir)
-    try:
-        with psycopg.connect(resolved.conninfo, autocommit=True, connect_timeout=10) as conn:
-            findings = diagnose(conn, config)
-    except psycopg.OperationalError as exc:
-        raise OpenslobError(f"cannot connect to {resolved.label}: {str(exc).strip()}") from exc
+    findings = diagnose_target(resolved.conninfo, config)
     if as_json:
         click.echo(json.dumps([f.__dict__ for f in findings], indent=2))
     else:

@@ -152,7 +152,7 @@ def external_script(script: str, phase: str, env: dict[str, str]) -> str | None:
 
 
 class Sampler(threading.Thread):
-    """Time series (every SAMPLE_INTERVAL) and ASH-like wait samples (10 Hz)."""
+    """The time series, one row every SAMPLE_INTERVAL (wait samples: WaitSampler)."""
 
     def __init__(
         self,

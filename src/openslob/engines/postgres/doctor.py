@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 
+from openslob.errors import OpenslobError
 from openslob.options import BLOCK_SIZE, Config
 from openslob.run import session_schemas
 
@@ -40,6 +41,16 @@ def _bytes(conn: psycopg.Connection, name: str) -> int | None:
         [name],
     ).fetchone()
     return None if row is None else int(row[0])
+
+
+def diagnose_target(conninfo: str, config: Config) -> list[Finding]:
+    """Connect and diagnose; a server that cannot be reached is one clear error."""
+    try:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+            return diagnose(conn, config)
+    except psycopg.OperationalError as exc:
+        detail = " ".join(line.strip() for line in str(exc).strip().splitlines())
+        raise OpenslobError(f"cannot connect: {detail}") from exc
 
 
 def diagnose(conn: psycopg.Connection, config: Config) -> list[Finding]:
