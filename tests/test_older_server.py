@@ -153,3 +153,11 @@ def test_doctor_on_the_private_server_is_all_ok(slob) -> None:
     verdicts = {f["check"]: f["verdict"] for f in json.loads(result.stdout)}
     assert verdicts["direct I/O"] == verdicts["track_io_timing"] == "ok"
     assert verdicts["io_method"] == verdicts["connections"] == "ok"
+
+
+def test_doctor_unreachable_server_is_one_line(tmp_path: Path) -> None:
+    missing = f"host={tmp_path} port=1 dbname=x user=x"
+    result = CliRunner().invoke(cli, ["doctor", "--target", missing])
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "cannot connect" in lines[0]
