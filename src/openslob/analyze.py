@@ -508,42 +508,13 @@ def render_degradation(report: DegradationReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_plain(rows: list[dict[str, Any]]) -> str:
-    """An aligned table of plain dict rows (keys are the headers); None prints as n/a."""
-    if not rows:
-        return ""
-    headers = list(rows[0])
-
-    def cell(value: Any) -> str:
-        if value is None:
-            return "n/a"
-        if isinstance(value, float):
-            return f"{value:,.1f}"
-        if isinstance(value, int):
-            return f"{value:,}"
-        return str(value)
-
-    cells = [[cell(r.get(h)) for h in headers] for r in rows]
-    numeric = [
-        all(isinstance(r.get(h), int | float) or r.get(h) is None for r in rows) for h in headers
-    ]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
-
-    def line(values: list[str]) -> str:
-        return "  ".join(
-            v.rjust(w) if num else v.ljust(w)
-            for v, w, num in zip(values, widths, numeric, strict=True)
-        ).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])
-
-
-def render_plain_csv(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return ""
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: "" if v is None else v for k, v in row.items()})
-    return out.getvalue()
+def plain_columns(rows: list[dict[str, Any]]) -> list[Column]:
+    """Columns for plain dict rows (the Oracle awr_info tables): the keys are the headers; a
+    number column shows one decimal when it holds a float, none for counts."""
+    columns = []
+    for key in rows[0] if rows else []:
+        values = [r.get(key) for r in rows if r.get(key) is not None]
+        numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+        digits = (1 if any(isinstance(v, float) for v in values) else 0) if numeric else None
+        columns.append(Column(key, key, "", digits=digits))
+    return columns

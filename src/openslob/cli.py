@@ -833,13 +833,14 @@ def analyze(
     from dataclasses import asdict
 
     from openslob import analyze as an
+    from openslob.collect import oracle_reports
 
     refs = _find_runs_noting(list(paths), oracle_names)
-    oracle = [ref.oracle for ref in refs if ref.oracle is not None]
-    if awr and len(oracle) < len(refs):
+    oracle = oracle_reports(refs)
+    if awr and not oracle:
         plain = next(ref for ref in refs if ref.oracle is None)
         raise OpenslobError(f"--awr: {plain.path} is an openslob run, not an Oracle report")
-    if oracle and len(oracle) == len(refs) and not timeseries:
+    if oracle and not timeseries:
         _analyze_oracle(oracle, as_csv, as_json, events)
         return
     if timeseries:
@@ -900,11 +901,11 @@ def _analyze_oracle(reports: list[Any], as_csv: bool, as_json: bool, events: boo
 
     rows = event_rows(reports) if events else awr_rows(reports)
     if as_csv:
-        click.echo(an.render_plain_csv(rows), nl=False)
+        click.echo(an.render_csv(rows, an.plain_columns(rows)), nl=False)
     elif as_json:
         click.echo(json.dumps(rows, indent=2))
     else:
-        click.echo(an.render_plain(rows))
+        click.echo(an.render_table(rows, an.plain_columns(rows)), nl=False)
 
 
 @cli.command(context_settings=CONTEXT)

@@ -124,6 +124,13 @@ def _runs_under(
     return refs
 
 
+def oracle_reports(refs: list[RunRef]) -> list[OracleReport]:
+    """The parsed reports when every run is an Oracle report (awr_info's own columns then
+    apply), else []."""
+    reports = [ref.oracle for ref in refs if ref.oracle is not None]
+    return reports if reports and len(reports) == len(refs) else []
+
+
 def is_oracle_report_file(path: Path) -> bool:
     if not path.is_file() or path.suffix.lower() not in ORACLE_SUFFIXES:
         return False

@@ -374,7 +374,7 @@ class RunController:
         loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         loop.add_signal_handler(signal.SIGINT, self._on_sigint)
-        snapshots = self.backend.monitor("snapshots")
+        snapshots = self._snapshots = self.backend.monitor("snapshots")
         self._waits_monitor = self.backend.monitor("waits")
         sampler = Sampler(
             self.backend,
@@ -384,7 +384,6 @@ class RunController:
             self.progress,
             self.host_via_database,
         )
-        self._snapshots = snapshots
         try:
             await self._connect_all()
             if self._stopping.is_set():

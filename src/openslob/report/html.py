@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from openslob import __version__
-from openslob.analyze import analyze_rows, load_timeseries, render_plain, render_table
-from openslob.collect import RunRef
+from openslob.analyze import analyze_rows, load_timeseries, plain_columns, render_table
+from openslob.collect import RunRef, oracle_reports
 from openslob.oracle import awr_rows
 from openslob.report import plots
 from openslob.report.text import render_text
@@ -63,9 +63,10 @@ def _warnings(run: dict) -> str:
 
 def _summary(refs: list[RunRef]) -> str:
     """The analyze table; awr_info's own columns when every run is an Oracle report."""
-    reports = [ref.oracle for ref in refs if ref.oracle is not None]
-    if reports and len(reports) == len(refs):
-        return render_plain(awr_rows(reports))
+    reports = oracle_reports(refs)
+    if reports:
+        rows = awr_rows(reports)
+        return render_table(rows, plain_columns(rows))
     return render_table(analyze_rows(refs))
 
 

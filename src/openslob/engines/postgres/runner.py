@@ -190,8 +190,9 @@ class PostgresRunBackend:
                     "SELECT pg_read_file('/proc/diskstats', 0, %s, true)", [PROC_READ_BYTES]
                 ).fetchone()
         except psycopg.Error as exc:
-            return f"cannot read the server host's /proc through the database: {exc.sqlstate} " + (
-                str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            return (
+                f"cannot read the server host's /proc through the database: {exc.sqlstate} {first}"
             )
         return None if text else "the server's host has no /proc/diskstats"
 
