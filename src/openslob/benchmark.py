@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -16,12 +17,20 @@ from openslob.engines.postgres.dataset import DatasetLoader, wanted_tables
 from openslob.engines.postgres.engine import PostgresEngine
 from openslob.engines.postgres.runner import PostgresRunBackend
 from openslob.engines.postgres.workload import install_procedures
-from openslob.errors import SetupError
+from openslob.errors import ConfigError, SetupError
 from openslob.options import BLOCK_SIZE, Config
 from openslob.report.text import render_text
-from openslob.results import build_run_json, run_directory, write_run
-from openslob.run import ProgressFn, RunController, external_script, session_schemas
-from openslob.targets import Target, resolve_target
+from openslob.results import InstanceInfo, build_run_json, run_directory, write_run
+from openslob.run import (
+    InstanceRecord,
+    ProgressFn,
+    RunController,
+    RunInstance,
+    external_script,
+    instance_schemas,
+    session_schemas,
+)
+from openslob.targets import Target, resolve_targets, target_strings
 
 # Connections besides the work sessions: snapshots, sampler, waits, setup checks, slack.
 EXTRA_CONNECTIONS = 10
@@ -29,13 +38,6 @@ EXTRA_CONNECTIONS = 10
 LOAD_RESTART_MIN_BYTES = 128 << 20
 
 Notice = Callable[[str], None]
-
-
-def needed_schemas(config: Config) -> list[str]:
-    schemas = sorted(set(session_schemas(config)), key=lambda n: (len(n), n))
-    if config["HOT_SCHEMA_FREQUENCY"] and "user1" not in schemas:
-        schemas.insert(0, "user1")
-    return schemas
 
 
 def ensure_capacity(target: Target, sessions: int, notice: Notice) -> None:
@@ -150,33 +152,129 @@ def local_server(target: Target, settings: dict[str, str]) -> tuple[str | None, 
 
 
 @dataclass
-class Prepared:
-    """A target made ready for runs: server up, capacity, data checked, procedures in."""
+class PreparedInstance:
+    """One instance made ready for runs: server up, capacity, data checked, procedures in."""
 
     target: Target
     engine: PostgresEngine
     description: dict[str, Any]
 
 
+@dataclass
+class Prepared:
+    """The instances of a run, in session placement order (session i -> instance i % n)."""
+
+    instances: list[PreparedInstance]
+
+    @property
+    def target(self) -> Target:
+        return self.instances[0].target
+
+
+def parallel(work: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """work(item) for each item at once (one thread each); the first error is raised."""
+    if len(items) == 1:
+        return [work(items[0])]
+    with ThreadPoolExecutor(max_workers=len(items), thread_name_prefix="slob-instance") as pool:
+        return list(pool.map(work, items))
+
+
 def prepare(
     config: Config,
     *,
-    target: str | None,
+    target: str | list[str] | tuple[str, ...] | None,
     data_dir: Path | None,
     notice: Notice = lambda _msg: None,
     setup_progress: ProgressCallback | None = None,
     max_sessions: int | None = None,
+    also: tuple[Config, ...] = (),
 ) -> Prepared:
-    """Everything before the first run; a sweep does it once for all its points."""
-    resolved = resolve_target(target, data_dir)
-    ensure_capacity(resolved, max_sessions or len(session_schemas(config)), notice)
-    engine = PostgresEngine(resolved.conninfo)
-    description = engine.describe()
-    schemas = needed_schemas(config)
-    ensure_data(engine, resolved, config, schemas, notice, setup_progress)
-    with engine._connect() as conn:
-        install_procedures(conn, schemas)
-    return Prepared(resolved, engine, description)
+    """Everything before the first run, on every instance at once; a sweep does it once
+    for all its points (`also`: the other points' configs, whose schemas must be there too)."""
+    targets = resolve_targets(target, config, data_dir)
+    count = len(targets)
+    configs = (config, *also)
+    fewest = min(len(session_schemas(c)) for c in configs)
+    if count > 1 and fewest < count:
+        raise ConfigError(
+            f"{fewest} session(s) cannot reach all {count} instances (sessions go round robin "
+            "over the instances); run at least as many sessions as instances"
+        )
+    schemas = [set() for _ in range(count)]
+    for c in configs:
+        for k, names in enumerate(instance_schemas(c, count)):
+            schemas[k].update(names)
+            if c["HOT_SCHEMA_FREQUENCY"]:
+                schemas[k].add("user1")
+    sessions = max_sessions or max(len(session_schemas(c)) for c in configs)
+    engines = [PostgresEngine(t.conninfo) for t in targets]
+    if count > 1:
+        _refuse_same_database(targets, engines)
+
+    def one(k: int) -> PreparedInstance:
+        resolved, engine = targets[k], engines[k]
+        say = notice if count == 1 else (lambda msg: notice(f"{resolved.label}: {msg}"))
+        ensure_capacity(resolved, -(-sessions // count), say)  # its share, rounded up
+        description = engine.describe()
+        names = sorted(schemas[k], key=lambda n: (len(n), n))
+        ensure_data(engine, resolved, config, names, say, setup_progress if count == 1 else None)
+        with engine._connect() as conn:
+            install_procedures(conn, names)
+        return PreparedInstance(resolved, engine, description)
+
+    return Prepared(parallel(one, list(range(count))))
+
+
+def _refuse_same_database(targets: list[Target], engines: list[PostgresEngine]) -> None:
+    """Two targets reaching the same database would run one instance twice as "two"."""
+    seen: dict[tuple, str] = {}
+    for target, engine in zip(targets, engines, strict=True):
+        key = engine.identity()
+        if key in seen:
+            raise ConfigError(f"targets {seen[key]} and {target.label} are the same database")
+        seen[key] = target.label
+
+
+def _run_instance(
+    prepared: PreparedInstance, application_name: str
+) -> tuple[RunInstance, InstanceInfo, list[str]]:
+    """How the run reaches and watches one instance, and what it knows of it up front."""
+    resolved = prepared.target
+    backend = PostgresRunBackend(resolved.conninfo, application_name)
+    settings = backend.settings()
+    local_data_dir, server_pid = local_server(resolved, settings)
+    notes = [] if settings.get("track_io_timing") == "on" else ["track_io_timing=off"]
+    via_database = False
+    if local_data_dir and os.environ.get(HOST_COUNTERS_ENV) != "database":
+        devices = host.devices_for_path(local_data_dir)
+        host_info = host.host_info(local_data_dir)
+        host_key = f"local {' '.join(devices)}"
+    else:
+        devices, host_info, reason = _server_host(backend, settings)
+        via_database = reason is None
+        notes.append(reason or "host counters read through the database (pg_read_file)")
+        server_pid = None  # not ours to watch or measure: DB CPU is null
+        # Unknown hosts are taken as distinct: their counters (null or read) count per instance.
+        host_key = f"{host_info.get('hostname')} {' '.join(devices)}" if devices else resolved.label
+    instance = RunInstance(
+        backend=backend,
+        record=InstanceRecord(target=resolved.label),
+        devices=devices,
+        host_key=host_key,
+        server_pid=server_pid,
+        server_alive=None if server_pid is None else partial(host.pid_alive, server_pid),
+        on_server_death=resolved.server.kill_orphans if resolved.server else None,
+        host_via_database=via_database,
+    )
+    info = InstanceInfo(
+        engine=prepared.description,
+        settings=settings,
+        host_info=host_info,
+        profile=_profile(resolved),
+        devices_local=bool(local_data_dir) or via_database,
+        host_key=host_key,
+    )
+    return instance, info, notes
 
 
 def execute(
@@ -194,47 +292,21 @@ def execute(
     With `calibrate_dir`, fio then reads that file system with the run's concurrency and
     duration, and run.json carries both sides (see calibrate.py).
     """
-    resolved = prepared.target
     run_dir.mkdir(parents=True, exist_ok=True)
     sessions = len(session_schemas(config))
-    backend = PostgresRunBackend(resolved.conninfo, f"openslob-run {run_dir.name}")
-    settings = backend.settings()
-    local_data_dir, server_pid = local_server(resolved, settings)
-    notes = [] if settings.get("track_io_timing") == "on" else ["track_io_timing=off"]
-    via_database = False
-    if local_data_dir and os.environ.get(HOST_COUNTERS_ENV) != "database":
-        devices = host.devices_for_path(local_data_dir)
-        host_info = host.host_info(local_data_dir)
-    else:
-        devices, host_info, reason = _server_host(backend, settings)
-        via_database = reason is None
-        notes.append(reason or "host counters read through the database (pg_read_file)")
-        server_pid = None  # not ours to watch or measure: DB CPU is null
+    application_name = f"openslob-run {run_dir.name}"
+    parts = [_run_instance(p, application_name) for p in prepared.instances]
     script_env = {"SLOB_RUN_DIR": str(run_dir), "SLOB_SESSIONS": str(sessions)}
     controller = RunController(
-        config,
-        backend,
-        devices=devices,
-        server_pid=server_pid,
-        progress=progress,
-        script_env=script_env,
-        server_alive=None if server_pid is None else partial(host.pid_alive, server_pid),
-        on_server_death=resolved.server.kill_orphans if resolved.server else None,
-        host_via_database=via_database,
+        config, [i for i, _, _ in parts], progress=progress, script_env=script_env
     )
-    controller.record.notes.extend(notes)
+    for _, _, notes in parts:
+        controller.record.notes.extend(n for n in notes if n not in controller.record.notes)
     record = controller.run()
-    profile = _profile(resolved)
-    run = build_run_json(
-        record=record,
-        config=config,
-        engine=prepared.description,
-        settings=settings,
-        host_info=host_info,
-        profile=profile,
-        label=label,
-        devices_local=bool(local_data_dir) or via_database,
-    )
+    infos = [info for _, info, _ in parts]
+    for info, prep in zip(infos, prepared.instances, strict=True):
+        info.profile = _profile(prep.target)
+    run = build_run_json(record=record, config=config, instances=infos, label=label)
     if calibrate_dir is not None and run["status"] == "complete":
         run["calibration"] = calibration(calibrate_dir, sessions, run, notice)
     write_run(run_dir, run, record.timeseries)
@@ -283,7 +355,7 @@ def _profile(target: Target) -> str | None:
 def run_benchmark(
     config: Config,
     *,
-    target: str | None,
+    target: str | list[str] | tuple[str, ...] | None,
     data_dir: Path | None,
     results_parent: Path,
     label: str | None = None,
@@ -294,6 +366,11 @@ def run_benchmark(
     calibrate_dir: Path | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """`slob run`: prepare the target, run once into a new timestamped directory."""
+    if calibrate and len(target_strings(target, config)) > 1:  # before anything is touched
+        raise ConfigError(
+            "--calibrate compares one instance with fio on its file system; "
+            "calibrate each instance with its own run"
+        )
     prepared = prepare(
         config, target=target, data_dir=data_dir, notice=notice, setup_progress=setup_progress
     )

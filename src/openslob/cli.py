@@ -28,7 +28,7 @@ from openslob.errors import OpenslobError
 from openslob.options import Config, add_options, config_from_click
 from openslob.servers.embedded import EmbeddedServer
 from openslob.servers.profiles import PROFILES
-from openslob.targets import EMBEDDED, Target, resolve_target
+from openslob.targets import Target, resolve_targets, target_strings
 
 # Redirected output (files, pipes, CI logs) keeps whole table rows instead of wrapping at 80.
 _PIPE_WIDTH = 160
@@ -64,10 +64,12 @@ data_dir_option = click.option(
 )
 target_option = click.option(
     "--target",
-    default=EMBEDDED,
-    show_default=True,
-    help="'embedded' for the private PostgreSQL, or a libpq URI / keyword string "
-    "of an existing PostgreSQL >= 13.",
+    "targets",
+    multiple=True,
+    metavar="TARGET",
+    help="'embedded' (default) for the private PostgreSQL, or a libpq URI / keyword string "
+    "of an existing PostgreSQL >= 13 ('postgresql://' alone: the PG* environment). Repeat "
+    "for a multi-instance run (or SQLNET_SERVICE_BASE/MAX).",
 )
 
 
@@ -227,9 +229,14 @@ def _print_state(state: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- data set
 
 
-def _engine_for(target: str, data_dir: Path | None) -> tuple[PostgresEngine, Target]:
-    resolved = resolve_target(target, data_dir)
-    return PostgresEngine(resolved.conninfo), resolved
+def _engines_for(
+    targets: tuple[str, ...], config: Any, data_dir: Path | None
+) -> list[tuple[PostgresEngine, Target]]:
+    return [(PostgresEngine(t.conninfo), t) for t in resolve_targets(targets, config, data_dir)]
+
+
+def _titled(title: str, resolved: Target, count: int) -> str:
+    return f"{title}: {resolved.label}" if count > 1 else title
 
 
 @cli.command(context_settings=CONTEXT)
@@ -237,7 +244,7 @@ def _engine_for(target: str, data_dir: Path | None) -> tuple[PostgresEngine, Tar
 @target_option
 @data_dir_option
 @friendly_errors
-def setup(target: str, data_dir: Path | None, **params: Any) -> None:
+def setup(targets: tuple[str, ...], data_dir: Path | None, **params: Any) -> None:
     """Create the SLOB data set: schemas user1..userN with cf1 (SCALE rows) and cf2.
 
     One row per 8 KiB page, keys shuffled independently per schema, a unique index on
@@ -249,20 +256,22 @@ def setup(target: str, data_dir: Path | None, **params: Any) -> None:
       slob setup --schemas 8 --scale 1G
       slob setup --conf ~/SLOB/slob.conf --load-parallel-degree 4
     """
-    from openslob.benchmark import setup_dataset
+    from openslob.benchmark import parallel, setup_dataset
 
     config = config_from_click(params, "setup")  # validates before anything is touched
     _print_config_messages(config)
-    engine, resolved = _engine_for(target, data_dir)
+    engines = _engines_for(targets, config, data_dir)
     total_mb = config["SCHEMAS"] * (config["SCALE"] + config["SCAN_TABLE_SZ"]) * 8192 / 2**20
+    where = engines[0][1].label if len(engines) == 1 else f"{len(engines)} instances at once"
     err.print(
-        f"setup on {resolved.label}: {config['SCHEMAS']} schemas x {config['SCALE']} rows "
+        f"setup on {where}: {config['SCHEMAS']} schemas x {config['SCALE']} rows "
         f"(+ {config['SCAN_TABLE_SZ']} scan rows), {total_mb:,.0f} MB, "
         f"{config['LOAD_PARALLEL_DEGREE']} load streams",
         highlight=False,
     )
+    rows = config["SCHEMAS"] * (config["SCALE"] + config["SCAN_TABLE_SZ"])
     with Progress(
-        TextColumn("loading"),
+        TextColumn("{task.description}"),
         BarColumn(),
         TaskProgressColumn(),
         TextColumn("{task.completed:,.0f}/{task.total:,.0f} rows"),
@@ -270,26 +279,33 @@ def setup(target: str, data_dir: Path | None, **params: Any) -> None:
         console=err,
         transient=True,
     ) as bar:
-        task = bar.add_task(
-            "load", total=config["SCHEMAS"] * (config["SCALE"] + config["SCAN_TABLE_SZ"])
-        )
-        try:
-            result = setup_dataset(
+
+        def one(pair: tuple[PostgresEngine, Target]) -> SetupResult:
+            engine, resolved = pair
+            name = "loading" if len(engines) == 1 else f"loading {resolved.label}"
+            task = bar.add_task(name, total=rows)
+            prefix = "" if len(engines) == 1 else f"{resolved.label}: "
+            return setup_dataset(
                 engine,
                 resolved,
                 config,
-                lambda msg: err.print(f"note: {msg}", highlight=False),
+                lambda msg: err.print(f"note: {prefix}{msg}", highlight=False),
                 lambda done, total: bar.update(task, completed=done, total=total),
             )
+
+        try:
+            results = parallel(one, engines)
         except KeyboardInterrupt:
-            engine.cancel()
+            for engine, _ in engines:
+                engine.cancel()
             err.print("setup interrupted: the next `slob setup` rebuilds the unfinished tables")
             raise
-    _print_setup(result)
+    for (_, resolved), result in zip(engines, results, strict=True):
+        _print_setup(result, _titled("Load summary", resolved, len(engines)))
 
 
-def _print_setup(result: SetupResult) -> None:
-    table = Table(title="Load summary", title_justify="left")
+def _print_setup(result: SetupResult, title: str = "Load summary") -> None:
+    table = Table(title=title, title_justify="left")
     for column in ("schema", "table", "rows", "pages", "MB", "seconds", "MB/s", "action"):
         table.add_column(
             column, justify="left" if column in ("schema", "table", "action") else "right"
@@ -327,7 +343,7 @@ def _print_setup(result: SetupResult) -> None:
 @target_option
 @data_dir_option
 @friendly_errors
-def verify(target: str, data_dir: Path | None, as_json: bool, **params: Any) -> None:
+def verify(targets: tuple[str, ...], data_dir: Path | None, as_json: bool, **params: Any) -> None:
     """Measure the data set: rows, pages, rows per page, shuffle, indexes. Exit 1 if off.
 
     \b
@@ -336,19 +352,24 @@ def verify(target: str, data_dir: Path | None, as_json: bool, **params: Any) -> 
     """
     config = config_from_click(params, "verify")
     _print_config_messages(config)
-    engine, _ = _engine_for(target, data_dir)
-    result = engine.verify(config)
+    engines = _engines_for(targets, config, data_dir)
+    results = [(resolved, engine.verify(config)) for engine, resolved in engines]
     if as_json:
-        click.echo(
-            json.dumps(
-                {"ok": result.ok, "checks": [c.__dict__ for c in result.checks]},
-                indent=2,
-                default=str,
-            )
-        )
+        docs = [
+            {
+                "target": resolved.label,
+                "ok": result.ok,
+                "checks": [c.__dict__ for c in result.checks],
+            }
+            for resolved, result in results
+        ]
+        if len(docs) == 1:
+            del docs[0]["target"]
+        click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, default=str))
     else:
-        _print_verify(result)
-    sys.exit(0 if result.ok else 1)
+        for resolved, result in results:
+            _print_verify(result, _titled("Data set verification", resolved, len(results)))
+    sys.exit(0 if all(result.ok for _, result in results) else 1)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -357,7 +378,7 @@ def verify(target: str, data_dir: Path | None, as_json: bool, **params: Any) -> 
 @target_option
 @data_dir_option
 @friendly_errors
-def doctor(target: str, data_dir: Path | None, as_json: bool, **params: Any) -> None:
+def doctor(targets: tuple[str, ...], data_dir: Path | None, as_json: bool, **params: Any) -> None:
     """Check a server for openslob: version, privileges, settings that change the numbers.
 
     Each finding says what it measured, a verdict (ok / warn / fail) and what to change.
@@ -372,23 +393,31 @@ def doctor(target: str, data_dir: Path | None, as_json: bool, **params: Any) -> 
     from openslob.engines.postgres.doctor import diagnose_target
 
     config = config_from_click(params, "run")
-    resolved = resolve_target(target, data_dir)
-    findings = diagnose_target(resolved.conninfo, config)
+    resolved_targets = resolve_targets(targets, config, data_dir)
+    # Each instance is checked for the sessions it gets (round robin over the instances).
+    share = -(-config.session_count // len(resolved_targets))
+    checked = [
+        (resolved, diagnose_target(resolved.conninfo, config, sessions=share))
+        for resolved in resolved_targets
+    ]
     if as_json:
-        click.echo(json.dumps([f.__dict__ for f in findings], indent=2))
+        docs = [[f.__dict__ for f in findings] for _, findings in checked]
+        click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
     else:
-        table = Table(title=f"openslob doctor: {resolved.label}", title_justify="left")
-        for column in ("check", "measured", "", "what to do"):
-            table.add_column(column, overflow="fold")
         colour = {"ok": "green", "warn": "yellow", "fail": "bold red"}
-        for f in findings:
-            table.add_row(f.check, f.value, f"[{colour[f.verdict]}]{f.verdict}[/]", f.advice)
-        out.print(table)
-    sys.exit(1 if any(f.verdict == "fail" for f in findings) else 0)
+        for resolved, findings in checked:
+            table = Table(title=f"openslob doctor: {resolved.label}", title_justify="left")
+            for column in ("check", "measured", "", "what to do"):
+                table.add_column(column, overflow="fold")
+            for f in findings:
+                table.add_row(f.check, f.value, f"[{colour[f.verdict]}]{f.verdict}[/]", f.advice)
+            out.print(table)
+    failed = any(f.verdict == "fail" for _, findings in checked for f in findings)
+    sys.exit(1 if failed else 0)
 
 
-def _print_verify(result: VerifyResult) -> None:
-    table = Table(title="Data set verification", title_justify="left")
+def _print_verify(result: VerifyResult, title: str = "Data set verification") -> None:
+    table = Table(title=title, title_justify="left")
     for column in ("schema", "check", "measured", "expected", ""):
         table.add_column(column)
     for c in result.checks:
@@ -404,18 +433,20 @@ def _print_verify(result: VerifyResult) -> None:
 @target_option
 @data_dir_option
 @friendly_errors
-def destroy(yes: bool, target: str, data_dir: Path | None) -> None:
+def destroy(yes: bool, targets: tuple[str, ...], data_dir: Path | None) -> None:
     """Drop every schema `slob setup` created (and its bookkeeping).
 
     \b
     Example:
       slob destroy --yes
     """
-    engine, resolved = _engine_for(target, data_dir)
-    if not yes:
-        click.confirm(f"Drop the SLOB schemas on {resolved.label}?", abort=True)
-    dropped = engine.destroy()
-    out.print(f"dropped {', '.join(dropped)}" if dropped else "nothing to drop")
+    engines = _engines_for(targets, {}, data_dir)
+    for engine, resolved in engines:
+        if not yes:
+            click.confirm(f"Drop the SLOB schemas on {resolved.label}?", abort=True)
+        dropped = engine.destroy()
+        on = f" on {resolved.label}" if len(engines) > 1 else ""
+        out.print(f"dropped {', '.join(dropped)}{on}" if dropped else f"nothing to drop{on}")
 
 
 @cli.command(context_settings=CONTEXT)
@@ -444,7 +475,7 @@ def destroy(yes: bool, target: str, data_dir: Path | None) -> None:
 @data_dir_option
 @friendly_errors
 def run(
-    target: str,
+    targets: tuple[str, ...],
     data_dir: Path | None,
     results_dir: Path,
     label: str | None,
@@ -467,6 +498,7 @@ def run(
     from openslob.benchmark import run_benchmark
 
     config = config_from_click(params, "run")
+    target_strings(targets, config)  # a bad combination fails here, before anything else
     _print_config_messages(config)
     sessions = config["SESSIONS"] or config["SCHEMAS"] * config["THREADS_PER_SCHEMA"]
     loops = config["WORK_LOOP"]
@@ -482,7 +514,7 @@ def run(
 
     run_dir, result = run_benchmark(
         config,
-        target=target,
+        target=targets,
         data_dir=data_dir,
         results_parent=results_dir,
         label=label,
@@ -542,7 +574,7 @@ def _progress_line(row: dict[str, Any]) -> str:
 @data_dir_option
 @friendly_errors
 def sweep(
-    target: str,
+    targets: tuple[str, ...],
     data_dir: Path | None,
     results_dir: Path,
     label: str | None,
@@ -567,6 +599,8 @@ def sweep(
     conf = params.pop("conf", None)
     flags = {name: params.pop(option.param) for name, option in _sweep_options().items()}
     plan = harness.plan_sweep(flags, conf, Path.cwd())  # every point validated up front
+    for point in plan.points:
+        target_strings(targets, point.config)
     path = sweep_dir or harness.sweep_directory(results_dir, label)
     per_point = float(plan.points[0].config["WARMUP"]) + float(plan.points[0].config["RUN_TIME"])
     axes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in plan.axes.items())
@@ -596,7 +630,7 @@ def sweep(
             plan,
             path=path,
             label=label,
-            target=target,
+            target=targets,
             data_dir=data_dir,
             notice=lambda msg: bar.console.print(f"[dim]note:[/] {msg}", highlight=False),
             point_started=started,

@@ -206,6 +206,18 @@ OPTIONS: tuple[Option, ...] = (
         _RUN, minimum=0, maximum=3600, unit="seconds", metavar="SECONDS",
     ),
     Option(
+        "SQLNET_SERVICE_BASE", "str", "",
+        "Multi-instance runs as in SLOB: with SQLNET_SERVICE_MAX=N the instances are the libpq "
+        "services BASE1..BASEN (pg_service.conf) when no --target is given.",
+        _DATA_SCOPES,
+    ),
+    Option(
+        "SQLNET_SERVICE_MAX", "int", 0,
+        "Number of instances BASE1..BASEN of SQLNET_SERVICE_BASE; sessions go round robin over "
+        "them. 0: one instance (--target).",
+        _DATA_SCOPES, minimum=0, maximum=64,
+    ),
+    Option(
         "EXTERNAL_SCRIPT", "path", "",
         "Executable called with pre, post and end around the run; empty for none.",
         _RUN,
@@ -227,8 +239,6 @@ OPTIONS_BY_NAME: Mapping[str, Option] = MappingProxyType({o.name: o for o in OPT
 SLOB_KEYS_NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
     ("DATABASE_STATISTICS_TYPE", "openslob always snapshots the database's own statistics"),
     ("ADMIN_SQLNET_SERVICE", "Oracle SQL*Net setting; openslob has its own connection options"),
-    ("SQLNET_SERVICE_BASE", "Oracle SQL*Net services for multi-instance runs are not supported"),
-    ("SQLNET_SERVICE_MAX", "Oracle SQL*Net services for multi-instance runs are not supported"),
     ("DBA_PRIV_USER", "Oracle admin account; openslob has its own connection options"),
     ("SYSDBA_PASSWD", "Oracle admin password; ignored and never recorded"),
     ("ADMIN_CONNECT_STRING", "Oracle connect string; openslob has its own connection options"),

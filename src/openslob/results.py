@@ -13,17 +13,20 @@ import csv
 import json
 import re
 import socket
+from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from openslob import __version__, host
+from openslob import __version__, combine, host
 from openslob.engines.postgres import stats
 from openslob.histogram import Histogram
 from openslob.options import BLOCK_SIZE, Config
-from openslob.run import RunRecord
+from openslob.run import InstanceRecord, RunRecord, SessionOutcome
 
-SCHEMA_VERSION = 1
+# 2: instances[] (per-instance figures and snapshots); metrics are the totals over them
+SCHEMA_VERSION = 2
 OP_TYPES = ("select", "update", "scan")
 READ_MISMATCH_PCT = 10
 CPU_SATURATED_PCT = 90
@@ -53,41 +56,47 @@ def _window_seconds(record: RunRecord) -> float | None:
     return max(record.window_end - record.window_start, 0.0)
 
 
-def _latency(record: RunRecord) -> dict[str, Any]:
+def _latency(sessions: list[SessionOutcome]) -> dict[str, Any]:
     merged = {kind: Histogram() for kind in OP_TYPES}
-    for outcome in record.sessions:
+    for outcome in sessions:
         if outcome.window:
             for kind in OP_TYPES:
                 merged[kind].merge(Histogram.from_json(outcome.window.get(f"hist_{kind}")))
     return {kind: (hist.summary() if hist.count else None) for kind, hist in merged.items()}
 
 
-def _ops(record: RunRecord) -> dict[str, int] | None:
+def _ops(sessions: list[SessionOutcome]) -> dict[str, int] | None:
     """Window op counts from the loops' own results; None when no call returned any."""
-    finished = [o.window for o in record.sessions if o.window]
+    finished = [o.window for o in sessions if o.window]
     if not finished:
         return None
     return {kind: sum(int(w[f"ops_{kind}"]) for w in finished) for kind in OP_TYPES}
 
 
-def _ops_from_statements(record: RunRecord) -> dict[str, int] | None:
+def _ops_from_statements(inst: InstanceRecord) -> dict[str, int] | None:
     """When CALLs were cancelled their results are lost: pg_stat_statements still counted."""
-    if not (record.db_before and record.db_after):
+    if not (inst.db_before and inst.db_after):
         return None
-    before = stats.loop_counters(record.db_before.get("statements"))
-    after = stats.loop_counters(record.db_after.get("statements"))
+    before = stats.loop_counters(inst.db_before.get("statements"))
+    after = stats.loop_counters(inst.db_after.get("statements"))
     if before is None or after is None:
         return None
     return {kind: int(after[f"calls_{kind}"] - before[f"calls_{kind}"]) for kind in OP_TYPES}
 
 
 def build_metrics(
-    record: RunRecord, settings: dict[str, str], warnings: list[str], ops_source: list[str]
+    record: RunRecord,
+    index: int,
+    settings: dict[str, str],
+    warnings: list[str],
+    ops_source: list[str],
 ) -> dict[str, Any]:
+    """The metrics of one instance of the run (all of it when there is one)."""
+    inst = record.instances[index]
     seconds = _window_seconds(record) or 0.0
-    ops = _ops(record)
+    ops = _ops(record.sessions_of(index))
     if ops is None or record.status != "complete":
-        counted = _ops_from_statements(record)
+        counted = _ops_from_statements(inst)
         if counted is not None and (ops is None or sum(counted.values()) > sum(ops.values())):
             ops = counted
             ops_source.append("pg_stat_statements (loop results were lost with the cancel)")
@@ -106,15 +115,15 @@ def build_metrics(
             metrics[f"{kind}s_per_s"] = per_s(ops[kind])
     io_timing = settings.get("track_io_timing") == "on"
     wal_timing = settings.get("track_wal_io_timing") == "on"
-    if record.db_before and record.db_after and seconds > 0:
+    if inst.db_before and inst.db_after and seconds > 0:
         metrics.update(
             stats.snapshot_delta(
-                record.db_before,
-                record.db_after,
+                inst.db_before,
+                inst.db_after,
                 seconds,
                 io_timing=io_timing,
                 wal_io_timing=wal_timing,
-                own_commits=record.stats_flush_commits,
+                own_commits=inst.stats_flush_commits,
             )
         )
     else:
@@ -142,25 +151,26 @@ def build_metrics(
             )
         )
     if not io_timing:
-        warnings.append("track_io_timing is off: database read latency is not measured (null)")
-    if record.host_before and record.host_after:
-        metrics.update(host.host_delta(record.host_before, record.host_after))
+        of = f" on {inst.target}" if len(record.instances) > 1 else ""
+        warnings.append(f"track_io_timing is off{of}: database read latency is not measured (null)")
+    if inst.host_before and inst.host_after:
+        metrics.update(host.host_delta(inst.host_before, inst.host_after))
     for key in (*host.DEVICE_CPU_METRICS, "server_cpu_seconds"):
         metrics.setdefault(key, None)
     metrics["db_cpu_s"] = metrics.pop("server_cpu_seconds", None)
     if ops is not None and metrics.get("lio_per_s") is not None and sum(ops.values()):
         metrics["lio_per_op"] = metrics["lio_per_s"] * seconds / sum(ops.values())
-    return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in metrics.items()}
+    return combine.round_figures(metrics)
 
 
 def _warnings(
     record: RunRecord,
     config: Config,
     metrics: dict[str, Any],
-    settings: dict[str, str],
-    profile: str | None,
+    instances: list[InstanceInfo],
     warnings: list[str],
 ) -> None:
+    """Warnings about the run's totals."""
     db_reads, dev_reads = metrics.get("pio_reads_per_s"), metrics.get("device_reads_per_s")
     if db_reads and dev_reads is not None:
         gap = abs(db_reads - dev_reads) / db_reads * 100
@@ -185,10 +195,14 @@ def _warnings(
             f"CPU saturated ({busy:.0f} % user+sys): the host, not the storage, "
             "limits this run; fewer sessions or more CPUs measure the storage"
         )
-    shared_buffers = int(settings.get("shared_buffers_bytes") or 0)
-    used_schemas = len(set(session_schemas_of(record)))
+    # Each instance caches its own schemas: the totals over instances compare.
+    shared_buffers = sum(int(i.settings.get("shared_buffers_bytes") or 0) for i in instances)
+    used_schemas = sum(
+        len({o.schema for o in record.sessions_of(k)}) for k in range(len(instances))
+    )
     data_bytes = used_schemas * config["SCALE"] * BLOCK_SIZE
-    if profile in (None, "pio") and shared_buffers and data_bytes < 10 * shared_buffers:
+    pio = all(i.profile in (None, "pio") for i in instances)
+    if pio and shared_buffers and data_bytes < 10 * shared_buffers:
         share = min(shared_buffers / data_bytes * 100, 100) if data_bytes else 100
         warnings.append(
             f"the data set ({data_bytes / 2**20:,.0f} MB) is less than 10x shared_buffers "
@@ -213,15 +227,11 @@ def _warnings(
                 "concurrency, long scans or think time); every figure covers the whole "
                 "measured window"
             )
-    if record.leftover_backends:
+    leftover = sum(i.leftover_backends for i in record.instances)
+    if leftover:
         warnings.append(
-            f"{record.leftover_backends} backend(s) of the run were still alive "
-            "at the end and were terminated"
+            f"{leftover} backend(s) of the run were still alive at the end and were terminated"
         )
-
-
-def session_schemas_of(record: RunRecord) -> list[str]:
-    return [o.schema for o in record.sessions]
 
 
 def _sessions(record: RunRecord, seconds: float | None) -> list[dict[str, Any]]:
@@ -236,6 +246,7 @@ def _sessions(record: RunRecord, seconds: float | None) -> list[dict[str, Any]]:
             {
                 "id": o.id,
                 "schema": o.schema,
+                "instance": o.instance,
                 "pid": o.pid,
                 "ops_select": w.get("ops_select"),
                 "ops_update": w.get("ops_update"),
@@ -255,37 +266,130 @@ def _sessions(record: RunRecord, seconds: float | None) -> list[dict[str, Any]]:
     return out
 
 
-def _waits(record: RunRecord) -> list[dict[str, Any]]:
-    total = sum(record.waits.values())
+def _waits(waits: Counter) -> list[dict[str, Any]]:
+    total = sum(waits.values())
     return (
         [
             {"event": event, "samples": count, "pct": round(count / total * 100, 2)}
-            for event, count in record.waits.most_common()
+            for event, count in waits.most_common()
         ]
         if total
         else []
     )
 
 
+@dataclass
+class InstanceInfo:
+    """What the run knows of one instance besides its measurements."""
+
+    engine: dict[str, Any]  # Engine.describe()
+    settings: dict[str, str]
+    host_info: dict[str, Any]
+    profile: str | None
+    devices_local: bool  # its host's device counters were read (here or through the DB)
+    host_key: str
+
+
+def _instance_entry(
+    record: RunRecord, index: int, info: InstanceInfo, metrics: dict[str, Any]
+) -> dict[str, Any]:
+    inst = record.instances[index]
+    before, after = inst.db_before or {}, inst.db_after or {}
+    sessions = record.sessions_of(index)
+    wal_timing = info.settings.get("track_wal_io_timing") == "on"
+    return {
+        "target": inst.target,
+        "engine": {**info.engine, "profile": info.profile},
+        "host": info.host_info,
+        "sessions": [o.id for o in sessions],
+        "schemas": sorted({o.schema for o in sessions}, key=lambda n: (len(n), n)),
+        "metrics": metrics,
+        "latency": _latency(sessions),
+        "waits": _waits(inst.waits),
+        "wait_samples": inst.wait_samples,
+        "io": stats.io_breakdown(before, after) if before and after else None,
+        "statements": stats.statement_deltas(before, after) if before and after else None,
+        "notes": stats.version_notes(after, wal_io_timing=wal_timing),
+        "snapshots": {"before": inst.db_before, "after": inst.db_after},
+    }
+
+
+def _run_engine_and_host(instances: list[InstanceInfo]) -> tuple[dict, dict]:
+    """The top-level engine and host: the instance's own, or a summary of several."""
+    first = instances[0]
+    engine = {**first.engine, "profile": first.profile}
+    if len(instances) == 1:
+        return engine, first.host_info
+    versions = {i.engine.get("version") for i in instances}
+    engine.update(
+        version=versions.pop() if len(versions) == 1 else "mixed",
+        target=f"{len(instances)} instances: " + "; ".join(i.engine["target"] for i in instances),
+        profile=first.profile if all(i.profile == first.profile for i in instances) else "mixed",
+    )
+    groups = combine.by_host(i.host_key for i in instances)
+    if len(groups) == 1:
+        return engine, first.host_info
+    hosts = [instances[g[0]].host_info for g in groups]
+
+    def total(key: str) -> Any:
+        values = [h.get(key) for h in hosts]
+        return None if any(v is None for v in values) else sum(values)
+
+    def same(key: str) -> Any:
+        values = {h.get(key) for h in hosts}
+        return values.pop() if len(values) == 1 else None
+
+    return engine, {
+        "hostname": ", ".join(str(h.get("hostname")) for h in hosts),
+        "cpus": total("cpus"),
+        "memory_bytes": total("memory_bytes"),
+        "cpu_model": same("cpu_model"),
+        "kernel": same("kernel"),
+        "os": same("os"),
+        "devices": [d for h in hosts for d in h.get("devices") or []],
+        "hosts": len(hosts),
+    }
+
+
 def build_run_json(
     *,
     record: RunRecord,
     config: Config,
-    engine: dict[str, Any],
-    settings: dict[str, str],
-    host_info: dict[str, Any],
-    profile: str | None,
+    instances: list[InstanceInfo],
     label: str | None,
-    devices_local: bool,
 ) -> dict[str, Any]:
+    """run.json; its metrics are the run's totals over its instances (combine.run_totals),
+    and `instances` holds each instance's own figures."""
     warnings: list[str] = list(config.warnings)
     ops_source: list[str] = []
-    metrics = build_metrics(record, settings, warnings, ops_source)
-    if not devices_local:
+    per_instance = [
+        build_metrics(record, k, info.settings, warnings, ops_source)
+        for k, info in enumerate(instances)
+    ]
+    metrics = combine.run_totals(per_instance, [i.host_key for i in instances])
+    if not all(i.devices_local for i in instances):
         warnings.append("the server's host is not this one: device and CPU figures are null")
-    _warnings(record, config, metrics, settings, profile, warnings)
+    _warnings(record, config, metrics, instances, warnings)
     seconds = _window_seconds(record)
-    before, after = record.db_before or {}, record.db_after or {}
+    entries = [
+        _instance_entry(record, k, info, m)
+        for k, (info, m) in enumerate(zip(instances, per_instance, strict=True))
+    ]
+    engine, host_info = _run_engine_and_host(instances)
+    waits: Counter = Counter()
+    for inst in record.instances:
+        waits.update(inst.waits)
+    notes = list(record.notes) + [f"op counts from {s}" for s in dict.fromkeys(ops_source)]
+    for entry in entries:
+        of = f" ({entry['target']})" if len(entries) > 1 else ""
+        notes += [note + of for note in entry["notes"]]
+    if len(entries) > 1:
+        notes.append(
+            f"{len(entries)} instances: metrics are totals (rates add, latencies weighted by "
+            "their operations, a shared host's devices count once); each instance's own "
+            "figures, I/O breakdown and statements are in instances[]"
+        )
+    single = entries[0] if len(entries) == 1 else None
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "openslob", "version": __version__},
@@ -293,7 +397,7 @@ def build_run_json(
         "status": record.status,
         "error": record.error,
         "config": config.as_dict(),
-        "engine": {**engine, "profile": profile},
+        "engine": engine,
         "host": host_info,
         "window": {
             "start": iso(record.window_start),
@@ -304,23 +408,31 @@ def build_run_json(
             "barrier": iso(record.start_at),
             "last_op_end": iso(record.last_op_end),
             "planned_end": iso(record.planned_end),
-            "db_snapshots": [before.get("taken_at"), after.get("taken_at")],
+            "db_snapshots": [
+                [(i.db_before or {}).get("taken_at"), (i.db_after or {}).get("taken_at")]
+                for i in record.instances
+            ]
+            if len(entries) > 1
+            else [
+                (single or {})["snapshots"]["before"]
+                and single["snapshots"]["before"].get("taken_at"),
+                (single or {})["snapshots"]["after"]
+                and single["snapshots"]["after"].get("taken_at"),
+            ],
             "connect_seconds": None
             if record.connect_seconds is None
             else round(record.connect_seconds, 3),
         },
         "sessions": _sessions(record, seconds),
         "metrics": metrics,
-        "latency": _latency(record),
-        "waits": _waits(record),
-        "wait_samples": record.wait_samples,
-        "io": stats.io_breakdown(before, after) if before and after else None,
-        "statements": stats.statement_deltas(before, after) if before and after else None,
+        "latency": _latency(record.sessions),
+        "waits": _waits(waits),
+        "wait_samples": sum(i.wait_samples for i in record.instances),
+        "io": single["io"] if single else None,
+        "statements": single["statements"] if single else None,
         "warnings": warnings,
-        "notes": record.notes
-        + [f"op counts from {s}" for s in ops_source]
-        + stats.version_notes(after, wal_io_timing=settings.get("track_wal_io_timing") == "on"),
-        "snapshots": {"before": record.db_before, "after": record.db_after},
+        "notes": notes,
+        "instances": entries,
         "generated_at": iso(datetime.now(UTC).timestamp()),
         "hostname": socket.gethostname(),
     }

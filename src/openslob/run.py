@@ -28,12 +28,13 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from openslob import host
+from openslob import combine, host
 from openslob.engines.postgres.runner import Monitor, PostgresRunBackend, WorkSession
 from openslob.options import Config
 
@@ -50,10 +51,43 @@ ProgressFn = Callable[[dict[str, Any]], None]
 class SessionOutcome:
     id: int
     schema: str
+    instance: int = 0  # index into RunRecord.instances
     pid: int | None = None
     warmup: dict[str, Any] | None = None
     window: dict[str, Any] | None = None
     error: str | None = None
+
+
+@dataclass
+class InstanceRecord:
+    """What one database instance of the run measured (its own counters and host)."""
+
+    target: str  # printable: no password
+    db_before: dict[str, Any] | None = None
+    db_after: dict[str, Any] | None = None
+    host_before: host.HostSnapshot | None = None
+    host_after: host.HostSnapshot | None = None
+    waits: Counter = field(default_factory=Counter)
+    wait_samples: int = 0
+    leftover_backends: int = 0
+    stats_flush_commits: int = 0  # our own transactions inside the window (publish_stats)
+
+
+@dataclass
+class RunInstance:
+    """One database instance the run drives: how to reach it and how to watch its host.
+
+    `host_key` names the host and devices behind the instance: instances with the same key
+    share one device, whose counters then count once in the run's totals."""
+
+    backend: PostgresRunBackend
+    record: InstanceRecord
+    devices: list[str]
+    host_key: str
+    server_pid: int | None = None
+    server_alive: Callable[[], bool] | None = None
+    on_server_death: Callable[[], None] | None = None
+    host_via_database: bool = False
 
 
 @dataclass
@@ -71,22 +105,33 @@ class RunRecord:
     requested_seconds: float | None = None
     warmup_seconds: float = 0.0
     last_op_end: float | None = None
-    db_before: dict[str, Any] | None = None
-    db_after: dict[str, Any] | None = None
-    host_before: host.HostSnapshot | None = None
-    host_after: host.HostSnapshot | None = None
-    waits: Counter = field(default_factory=Counter)
-    wait_samples: int = 0
+    instances: list[InstanceRecord] = field(default_factory=list)
     timeseries: list[dict[str, Any]] = field(default_factory=list)
-    leftover_backends: int = 0
-    stats_flush_commits: int = 0  # our own transactions inside the window (publish_stats)
     notes: list[str] = field(default_factory=list)
+
+    def sessions_of(self, instance: int) -> list[SessionOutcome]:
+        return [o for o in self.sessions if o.instance == instance]
 
 
 def session_schemas(config: Config) -> list[str]:
     """Schema of each session: SLOB's round robin over user1..userN."""
     total = config["SESSIONS"] or config["SCHEMAS"] * config["THREADS_PER_SCHEMA"]
     return [f"user{(i % config['SCHEMAS']) + 1}" for i in range(total)]
+
+
+def session_instances(sessions: int, instances: int) -> list[int]:
+    """Instance of each session: SLOB's round robin over SQLNET_SERVICE_BASE1..MAX."""
+    return [i % instances for i in range(sessions)]
+
+
+def instance_schemas(config: Config, instances: int) -> list[list[str]]:
+    """The schemas the sessions of each instance use."""
+    schemas = session_schemas(config)
+    placed = session_instances(len(schemas), instances)
+    return [
+        sorted({s for s, i in zip(schemas, placed, strict=True) if i == k})
+        for k in range(instances)
+    ]
 
 
 def session_seed(seed: int, session_id: int) -> float:
@@ -152,58 +197,67 @@ def external_script(script: str, phase: str, env: dict[str, str]) -> str | None:
 
 
 class Sampler(threading.Thread):
-    """The time series, one row every SAMPLE_INTERVAL (wait samples: WaitSampler)."""
+    """The time series, one row every SAMPLE_INTERVAL (wait samples: WaitSampler).
+
+    Over several instances a row is the run's total: counters add, latencies are weighted
+    by their operations, and a host shared by instances counts once."""
 
     def __init__(
         self,
-        backend: PostgresRunBackend,
+        instances: list[RunInstance],
         record: RunRecord,
-        devices: list[str],
         interval: float,
         progress: ProgressFn | None,
-        host_via_database: bool = False,
     ) -> None:
         super().__init__(name="slob-sampler", daemon=True)
-        self.backend, self.record = backend, record
-        self.devices = devices
-        self.host_via_database = host_via_database
+        self.instances, self.record = instances, record
         self.interval, self.progress = interval, progress
         self.stop = threading.Event()
         self.errors: list[str] = []
         self.connection_lost = False
 
     def run(self) -> None:
-        live: Monitor | None = None
+        monitors: list[Monitor] = []
         try:
-            live = self.backend.monitor("sampler")
-            self._loop(live)
+            for instance in self.instances:
+                monitors.append(instance.backend.monitor("sampler"))
+            self._loop(monitors)
         except Exception as exc:  # the run goes on without samples; say so in the results
             self.errors.append(f"sampler stopped: {_first_line(exc)}")
             self.connection_lost = isinstance(exc, psycopg.OperationalError)
         finally:
-            if live is not None:
+            for monitor in monitors:
                 with contextlib.suppress(Exception):
-                    live.close()
+                    monitor.close()
 
-    def _loop(self, live: Monitor) -> None:
+    def _loop(self, monitors: list[Monitor]) -> None:
+        # One host snapshot per distinct host (the first instance on it reads it).
         # No server CPU here: the time series does not show it, and summing it walks /proc.
-        def host_snapshot() -> host.HostSnapshot:
-            if self.host_via_database:
-                return host.read_snapshot(live.read_file, self.devices)
-            return host.take_snapshot(self.devices)
+        readers = {}
+        for instance, monitor in zip(self.instances, monitors, strict=True):
+            if instance.host_key not in readers:
+                readers[instance.host_key] = (
+                    partial(host.read_snapshot, monitor.read_file, instance.devices)
+                    if instance.host_via_database
+                    else partial(host.take_snapshot, instance.devices)
+                )
 
-        prev_host = host_snapshot()
-        prev_live = live.loop_counters()
+        def hosts() -> list[host.HostSnapshot]:
+            return [read() for read in readers.values()]
+
+        def lives() -> list[dict[str, float] | None]:
+            return [monitor.loop_counters() for monitor in monitors]
+
+        prev_hosts, prev_lives = hosts(), lives()
         next_tick = time.monotonic() + self.interval
         while not self.stop.wait(max(0.0, next_tick - time.monotonic())):
             next_tick += self.interval
-            cur_host = host_snapshot()
-            cur_live = live.loop_counters()
-            row = timeseries_row(prev_host, cur_host, prev_live, cur_live, self.record)
+            cur_hosts, cur_lives = hosts(), lives()
+            row = timeseries_row(prev_hosts, cur_hosts, prev_lives, cur_lives, self.record)
             self.record.timeseries.append(row)
             if self.progress:
                 self.progress(row)
-            prev_host, prev_live = cur_host, cur_live
+            prev_hosts, prev_lives = cur_hosts, cur_lives
 
 
 class WaitSampler(threading.Thread):
@@ -214,7 +268,7 @@ class WaitSampler(threading.Thread):
         self,
         backend: PostgresRunBackend,
         monitor: Monitor,
-        record: RunRecord,
+        record: InstanceRecord,
         start: float,
         end: float | None,
     ) -> None:
@@ -243,48 +297,50 @@ class WaitSampler(threading.Thread):
         if self.is_alive():
             self.monitor.cancel()
             self.join(5)
-        if self.error:
-            self.record.notes.append(self.error)
+
+
+LIVE_FIGURES = (
+    "slobops_per_s",
+    "selects_per_s",
+    "updates_per_s",
+    "scans_per_s",
+    "db_reads_per_s",
+    "db_read_latency_us",
+    "lio_per_s",
+    "wal_mb_per_s",
+    "commits_per_s",
+)
 
 
 def timeseries_row(
-    prev_host: host.HostSnapshot,
-    cur_host: host.HostSnapshot,
-    prev_live: dict | None,
-    cur_live: dict | None,
+    prev_hosts: list[host.HostSnapshot],
+    cur_hosts: list[host.HostSnapshot],
+    prev_lives: list[dict | None],
+    cur_lives: list[dict | None],
     record: RunRecord,
 ) -> dict[str, Any]:
-    seconds = cur_host.monotonic - prev_host.monotonic
-    dev = host.host_delta(prev_host, cur_host)
+    """One interval of the time series; the lists hold one entry per host / per instance."""
+    seconds = cur_hosts[0].monotonic - prev_hosts[0].monotonic
+    per_host = [host.host_delta(p, c) for p, c in zip(prev_hosts, cur_hosts, strict=True)]
+    dev = combine.across_hosts(per_host)
     now = time.time()
     phase = "warmup"
     if record.window_start is not None and now >= record.window_start:
         phase = "window" if record.window_end is None or now <= record.window_end else "tail"
     row: dict[str, Any] = {
-        "time": cur_host.wall_time,
+        "time": cur_hosts[0].wall_time,
         "elapsed_s": round(now - (record.start_at or now), 3),
         "phase": phase,
         "seconds": round(seconds, 3),
     }
     row.update({k: dev.get(k) for k in host.DEVICE_CPU_METRICS})
-    if prev_live is None or cur_live is None or seconds <= 0:
-        row.update(
-            dict.fromkeys(
-                (
-                    "slobops_per_s",
-                    "selects_per_s",
-                    "updates_per_s",
-                    "scans_per_s",
-                    "db_reads_per_s",
-                    "db_read_latency_us",
-                    "lio_per_s",
-                    "wal_mb_per_s",
-                    "commits_per_s",
-                )
-            )
-        )
+    if any(v is None for v in (*prev_lives, *cur_lives)) or seconds <= 0:
+        row.update(dict.fromkeys(LIVE_FIGURES))
         return row
-    d = {k: cur_live[k] - prev_live[k] for k in cur_live}
+    # The counters add across instances: rates and read latency of the sum are the totals.
+    d: Counter = Counter()
+    for prev, cur in zip(prev_lives, cur_lives, strict=True):
+        d.update({k: cur[k] - prev[k] for k in cur})
     ops = d["calls_select"] + d["calls_update"] + d["calls_scan"]
     row.update(
         {
@@ -310,33 +366,23 @@ def record_io_timing(record: RunRecord) -> bool:
 
 
 class RunController:
-    """Drives one run against one PostgreSQL target."""
+    """Drives one run against one or more PostgreSQL instances with one common window."""
 
     def __init__(
         self,
         config: Config,
-        backend: PostgresRunBackend,
+        instances: list[RunInstance],
         *,
-        devices: list[str],
-        server_pid: int | None,
         progress: ProgressFn | None = None,
         script_env: dict[str, str] | None = None,
-        server_alive: Callable[[], bool] | None = None,
-        on_server_death: Callable[[], None] | None = None,
-        host_via_database: bool = False,
     ) -> None:
         self.config = config
-        self.host_via_database = host_via_database
-        self._snapshots: Monitor | None = None
-        self._waits_monitor: Monitor
-        self.server_alive = server_alive
-        self.on_server_death = on_server_death
-        self.backend = backend
-        self.devices = devices
-        self.server_pid = server_pid
+        self.instances = instances
+        self._snapshots: list[Monitor] = []
+        self._waits_monitors: list[Monitor] = []
         self.progress = progress
         self.script_env = script_env or {}
-        self.record = RunRecord()
+        self.record = RunRecord(instances=[instance.record for instance in instances])
         self.sessions: list[WorkSession] = []
         self._interrupts = 0
         self._stopping: asyncio.Event | None = None
@@ -349,8 +395,12 @@ class RunController:
             asyncio.run(self._main())
         finally:
             signal.signal(signal.SIGINT, previous)
-            self.record.leftover_backends = self.backend.terminate_leftovers()
+            for instance in self.instances:
+                instance.record.leftover_backends = instance.backend.terminate_leftovers()
         return self.record
+
+    def _backend(self, session: WorkSession) -> PostgresRunBackend:
+        return self.instances[self.record.sessions[session.id].instance].backend
 
     # ---------------------------------------------------------------------- signals
 
@@ -358,7 +408,7 @@ class RunController:
         self._interrupts += 1
         if self._interrupts >= 2:  # second Ctrl-C: tell the server, then leave at once
             for session in self.sessions:
-                self.backend.cancel_now(session)
+                PostgresRunBackend.cancel_now(session)
             os._exit(130)
         self._fail("interrupted", "interrupted by the user (Ctrl-C)")
 
@@ -368,23 +418,22 @@ class RunController:
         if self._stopping is not None:
             self._stopping.set()
 
+    async def _cancel_all(self) -> None:
+        await asyncio.gather(*(self._backend(s).cancel(s) for s in self.sessions))
+
     # ------------------------------------------------------------------------ phases
 
     async def _main(self) -> None:
         loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
         loop.add_signal_handler(signal.SIGINT, self._on_sigint)
-        snapshots = self._snapshots = self.backend.monitor("snapshots")
-        self._waits_monitor = self.backend.monitor("waits")
         sampler = Sampler(
-            self.backend,
-            self.record,
-            self.devices,
-            self.config["SAMPLE_INTERVAL"],
-            self.progress,
-            self.host_via_database,
+            self.instances, self.record, self.config["SAMPLE_INTERVAL"], self.progress
         )
         try:
+            for instance in self.instances:
+                self._snapshots.append(instance.backend.monitor("snapshots"))
+                self._waits_monitors.append(instance.backend.monitor("waits"))
             await self._connect_all()
             if self._stopping.is_set():
                 return
@@ -395,18 +444,19 @@ class RunController:
             watchdog = asyncio.create_task(self._watchdog(sampler))
             watchdog.add_done_callback(self._watchdog_done)
             try:
-                await self._drive(snapshots)
+                await self._drive()
             except Exception as exc:  # keep what was measured; say what broke
                 self._fail("failed", f"run aborted: {_first_line(exc)}")
-                await asyncio.gather(*(self.backend.cancel(s) for s in self.sessions))
+                await self._cancel_all()
             finally:
                 watchdog.cancel()
         finally:
             sampler.stop.set()
-            await asyncio.gather(*(self.backend.close(s) for s in self.sessions))
-            await asyncio.to_thread(sampler.join, 10)
+            await asyncio.gather(*(self._backend(s).close(s) for s in self.sessions))
+            if sampler.ident is not None:  # started
+                await asyncio.to_thread(sampler.join, 10)
             self.record.notes.extend(sampler.errors)
-            for monitor in (snapshots, self._waits_monitor):
+            for monitor in (*self._snapshots, *self._waits_monitors):
                 with contextlib.suppress(Exception):
                     monitor.close()
             loop.remove_signal_handler(signal.SIGINT)
@@ -416,8 +466,11 @@ class RunController:
         if not task.cancelled() and task.exception() is not None:
             self._fail("failed", f"watchdog crashed: {_first_line(task.exception())}")
 
+    def _dead_instances(self) -> list[RunInstance]:
+        return [i for i in self.instances if i.server_alive is not None and not i.server_alive()]
+
     async def _watchdog(self, sampler: Sampler) -> None:
-        """End the run within seconds when the server dies.
+        """End the run within seconds when a server dies.
 
         Backends whose postmaster was killed do not notice while they loop, so a dead
         postmaster is detected here and the orphans are killed (private server); a monitor
@@ -425,30 +478,39 @@ class RunController:
         """
         while not self._stopping.is_set():
             await asyncio.sleep(0.5)
-            dead = self.server_alive is not None and not self.server_alive()
-            if sampler.connection_lost and not dead and self.server_alive is not None:
+            dead = self._dead_instances()
+            watched = any(i.server_alive is not None for i in self.instances)
+            if sampler.connection_lost and not dead and watched:
                 await asyncio.sleep(0.2)  # a dying postmaster: say so rather than "lost"
-                dead = not self.server_alive()
+                dead = self._dead_instances()
             if dead or sampler.connection_lost:
+                which = f" ({dead[0].record.target})" if len(self.instances) > 1 and dead else ""
                 self._fail(
                     "failed",
-                    "the database server died during the run"
+                    f"the database server died during the run{which}"
                     if dead
                     else f"lost the monitoring connection: {sampler.errors[-1]}",
                 )
-                if self.on_server_death is not None:
-                    await asyncio.to_thread(self.on_server_death)
+                # A lost connection may be a postmaster not yet seen dead: each handler
+                # (kill_orphans) does nothing while its postmaster lives.
+                for instance in self.instances:
+                    if instance.on_server_death is not None:
+                        await asyncio.to_thread(instance.on_server_death)
                 return
 
     async def _connect_all(self) -> None:
         started = time.monotonic()
         gate = asyncio.Semaphore(MAX_CONCURRENT_CONNECTS)
         schemas = session_schemas(self.config)
-        self.record.sessions = [SessionOutcome(i, s) for i, s in enumerate(schemas)]
+        placed = session_instances(len(schemas), len(self.instances))
+        self.record.sessions = [
+            SessionOutcome(i, s, k) for i, (s, k) in enumerate(zip(schemas, placed, strict=True))
+        ]
 
         async def connect(outcome: SessionOutcome) -> WorkSession:
             async with gate:
-                return await self.backend.open_session(outcome.id, outcome.schema)
+                backend = self.instances[outcome.instance].backend
+                return await backend.open_session(outcome.id, outcome.schema)
 
         results = await asyncio.gather(
             *(connect(o) for o in self.record.sessions), return_exceptions=True
@@ -467,14 +529,34 @@ class RunController:
                 f"{len(failed)} of {len(results)} sessions could not connect: {failed[0].error}",
             )
 
-    async def _drive(self, snapshots: Monitor) -> None:
+    async def _db_snapshots(self, key: str) -> None:
+        """Every instance's counters at once (db_before / db_after of its record)."""
+        results = await asyncio.gather(
+            *(asyncio.to_thread(m.snapshot) for m in self._snapshots), return_exceptions=True
+        )
+        for instance, result in zip(self.instances, results, strict=True):
+            if isinstance(result, BaseException):
+                if key == "db_before":
+                    raise result
+                # the server may be gone; keep what was measured
+                self.record.notes.append(
+                    f"no 'after' database snapshot{self._of(instance)}: {_first_line(result)}"
+                )
+            else:
+                setattr(instance.record, key, result)
+
+    def _of(self, instance: RunInstance) -> str:
+        return f" of {instance.record.target}" if len(self.instances) > 1 else ""
+
+    async def _drive(self) -> None:
         """Warm-up phase, then the window phase, each started by a common barrier.
 
         Snapshots are taken only while no SLOBop is in flight, so the database counters
         (published when a CALL ends) and the device counters cover the same work: "before"
         once every warm-up CALL has returned (sessions then wait for the window barrier),
         "after" once every window CALL has returned. The window is measured from its barrier
-        to that moment: RUN_TIME plus the tail of the ops in flight when it expired.
+        to that moment: RUN_TIME plus the tail of the ops in flight when it expired. With
+        several instances the barriers, the window and the snapshots are common to all.
         """
         config, record = self.config, self.record
         warmup, loops = float(config["WARMUP"]), int(config["WORK_LOOP"])
@@ -500,12 +582,16 @@ class RunController:
             window_start = self._barrier()
         else:
             window_start = record.start_at
-        record.db_before = await asyncio.to_thread(snapshots.snapshot)
+        await self._db_snapshots("db_before")
         record.window_start = window_start
         planned_end = None if loops else window_start + float(config["RUN_TIME"])
         record.window_end = planned_end  # the samplers' notion of "inside the window"
-        waits = WaitSampler(self.backend, self._waits_monitor, record, window_start, planned_end)
-        waits.start()
+        waits = [
+            WaitSampler(i.backend, m, i.record, window_start, planned_end)
+            for i, m in zip(self.instances, self._waits_monitors, strict=True)
+        ]
+        for sampler in waits:
+            sampler.start()
         window = asyncio.ensure_future(
             self._phase(
                 "window",
@@ -520,40 +606,45 @@ class RunController:
             )
         )
         await self._sleep_until(window_start)
-        record.host_before = self._host_snapshot()
+        self._host_snapshots("host_before")
         await self._wait_any(asyncio.shield(window))
         if self._stopping.is_set():
             stopped_at = time.time()
-            await asyncio.gather(*(self.backend.cancel(s) for s in self.sessions))
+            await self._cancel_all()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(window), timeout=10)
             record.window_end = min(stopped_at, planned_end or stopped_at)
         else:
             record.window_end = time.time()
-        record.host_after = self._host_snapshot()
-        # It stops by itself once the window's CALLs have returned (within 1/WAIT_SAMPLE_HZ).
-        await asyncio.to_thread(waits.finish, 2.0)
+        self._host_snapshots("host_after")
+        # They stop by themselves once the window's CALLs have returned (within 1/hz).
+        for sampler in waits:
+            await asyncio.to_thread(sampler.finish, 2.0)
+            if sampler.error:
+                record.notes.append(sampler.error + self._of(self.instances[waits.index(sampler)]))
         ends = [o.window["ended_epoch"] for o in record.sessions if o.window]
         record.last_op_end = max(ends) if ends else None
         record.planned_end = planned_end
-        try:
-            record.db_after = await asyncio.to_thread(snapshots.snapshot)
-        except Exception as exc:  # the server may be gone; keep what was measured
-            record.notes.append(f"no 'after' database snapshot: {_first_line(exc)}")
+        await self._db_snapshots("db_after")
         error = external_script(config["EXTERNAL_SCRIPT"], "post", self.script_env)
         if error:
             record.notes.append(error)
 
-    def _host_snapshot(self) -> host.HostSnapshot | None:
+    def _host_snapshots(self, key: str) -> None:
+        for instance, monitor in zip(self.instances, self._snapshots, strict=True):
+            setattr(instance.record, key, self._host_snapshot(instance, monitor))
+
+    def _host_snapshot(self, instance: RunInstance, monitor: Monitor) -> host.HostSnapshot | None:
         """This host's /proc, or the server host's through the snapshot monitor (whose queries
         run only between the phases, never at the same time as this)."""
-        if not self.host_via_database:
-            return host.take_snapshot(self.devices, self.server_pid)
+        if not instance.host_via_database:
+            return host.take_snapshot(instance.devices, instance.server_pid)
         try:
-            assert self._snapshots is not None
-            return host.read_snapshot(self._snapshots.read_file, self.devices)
+            return host.read_snapshot(monitor.read_file, instance.devices)
         except Exception as exc:  # the server may be gone; the figures are then null
-            self.record.notes.append(f"no host snapshot through the database: {_first_line(exc)}")
+            self.record.notes.append(
+                f"no host snapshot through the database{self._of(instance)}: {_first_line(exc)}"
+            )
             return None
 
     def _barrier(self) -> float:
@@ -565,8 +656,9 @@ class RunController:
 
         async def one(session: WorkSession) -> None:
             outcome = self.record.sessions[session.id]
+            backend = self.instances[outcome.instance].backend
             try:
-                result = await self.backend.call(session, conf_for(session))
+                result = await backend.call(session, conf_for(session))
             except Exception as exc:
                 outcome.error = _first_line(exc)
                 if not self._stopping.is_set():
@@ -575,8 +667,8 @@ class RunController:
                     )
                 return
             finally:  # also after a cancel: the interrupted window's counts are published
-                if await self.backend.publish_stats(session) and name == "window":
-                    self.record.stats_flush_commits += 1
+                if await backend.publish_stats(session) and name == "window":
+                    self.instances[outcome.instance].record.stats_flush_commits += 1
             setattr(outcome, name, result)
 
         await asyncio.gather(*(one(s) for s in self.sessions))

@@ -215,7 +215,7 @@ def run_sweep(
     *,
     path: Path,
     label: str | None,
-    target: str | None,
+    target: str | list[str] | tuple[str, ...] | None,
     data_dir: Path | None,
     notice: Notice = lambda _msg: None,
     progress: ProgressFn | None = None,
@@ -257,13 +257,20 @@ def run_sweep(
 
 
 def _prepare_once(
-    plan: SweepPlan, points: list[Point], target: str | None, data_dir: Path | None, notice: Notice
+    plan: SweepPlan,
+    points: list[Point],
+    target: str | list[str] | tuple[str, ...] | None,
+    data_dir: Path | None,
+    notice: Notice,
 ) -> Prepared:
-    """Server, capacity for the largest point, data and procedures: checked once."""
+    """Servers, capacity for the largest point, data and procedures: checked once."""
     widest = max(points, key=lambda p: (p.config["SCHEMAS"], len(session_schemas(p.config))))
-    max_sessions = max(len(session_schemas(p.config)) for p in points)
     return prepare(
-        widest.config, target=target, data_dir=data_dir, notice=notice, max_sessions=max_sessions
+        widest.config,
+        target=target,
+        data_dir=data_dir,
+        notice=notice,
+        also=tuple(p.config for p in points if p is not widest),
     )
 
 

@@ -70,7 +70,8 @@ def _header(run: dict[str, Any]) -> list[str]:
         f"Window        : {window.get('start')} .. {window.get('end')}  "
         f"{fmt(window.get('seconds'), 1)} s (asked {fmt(window.get('requested_seconds'), 0)} s;"
         f" warm-up {fmt(window.get('warmup_seconds'), 0)} s)",
-        f"Sessions      : {len(sessions)} over {len({s['schema'] for s in sessions})} schemas;"
+        f"Sessions      : {len(sessions)} over {len({s['schema'] for s in sessions})} schemas"
+        f"{_on_instances(run)};"
         f" connected in {fmt(window.get('connect_seconds'), 2)} s",
         f"Work          : UPDATE_PCT={config.get('UPDATE_PCT')} SCAN_PCT={config.get('SCAN_PCT')}"
         f" WORK_UNIT={config.get('WORK_UNIT')} REDO_STRESS={config.get('REDO_STRESS')}"
@@ -97,6 +98,11 @@ def _header(run: dict[str, Any]) -> list[str]:
         shown = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))
         lines += _wrap(f"Settings      : {shown}", WIDTH, indent=16)
     return lines
+
+
+def _on_instances(run: dict[str, Any]) -> str:
+    count = len(run.get("instances") or [])
+    return f" on {count} instances (round robin)" if count > 1 else ""
 
 
 def _devices(devices: list[dict[str, Any]]) -> str:
@@ -388,6 +394,7 @@ def _statements(run: dict[str, Any]) -> list[str]:
 
 def _sessions(run: dict[str, Any]) -> list[str]:
     sessions = run["sessions"]
+    multi = len(run.get("instances") or []) > 1  # schema@instance
     lines = section("Sessions")
     shown = sessions if len(sessions) <= 64 else sessions[:64]
     lines += table(
@@ -406,7 +413,7 @@ def _sessions(run: dict[str, Any]) -> list[str]:
         [
             [
                 s["id"],
-                s["schema"],
+                s["schema"] + (f"@{s.get('instance', 0) + 1}" if multi else ""),
                 s.get("pid") or NA,
                 fmt(s.get("ops_select")),
                 fmt(s.get("ops_update")),
@@ -422,6 +429,39 @@ def _sessions(run: dict[str, Any]) -> list[str]:
     )
     if len(sessions) > len(shown):
         lines.append(f"... {len(sessions) - len(shown)} more sessions in run.json")
+    return lines
+
+
+def _instances(run: dict[str, Any]) -> list[str]:
+    """Each instance of a multi-instance run beside the total (the Load Profile's figures)."""
+    instances = run.get("instances") or []
+    if len(instances) < 2:
+        return []
+    columns = (
+        ("SLOBops/s", "slobops_per_s", 0),
+        ("reads/s", "pio_reads_per_s", 0),
+        ("writes/s", "pio_writes_per_s", 0),
+        ("read us", "db_read_latency_us", 0),
+        ("WAL MB/s", "wal_mb_per_s", 1),
+        ("commits/s", "commits_per_s", 0),
+        ("dev reads/s", "device_reads_per_s", 0),
+        ("DB time s", "db_time_s", 1),
+    )
+
+    def row(name: str, sessions: Any, metrics: dict[str, Any]) -> list[str]:
+        return [name, str(sessions), *(fmt(metrics.get(k), d) for _, k, d in columns)]
+
+    lines = section("Instances")
+    rows = [
+        row(f"{k + 1} {i['target']}", len(i.get("sessions") or []), i.get("metrics") or {})
+        for k, i in enumerate(instances)
+    ]
+    rows.append(row("total", len(run["sessions"]), run["metrics"]))
+    lines += table(["instance", "sessions", *(c for c, _, _ in columns)], rows)
+    lines.append(
+        "(rates add; read latency is weighted by reads; a host shared by instances counts once "
+        "in device figures)"
+    )
     return lines
 
 
@@ -441,6 +481,7 @@ def render_text(run: dict[str, Any]) -> str:
         _header(run),
         _warnings(run),
         _load_profile(run),
+        _instances(run),
         _latency(run),
         _io_profile(run),
         _calibration(run),

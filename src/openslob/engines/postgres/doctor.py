@@ -43,17 +43,20 @@ def _bytes(conn: psycopg.Connection, name: str) -> int | None:
     return None if row is None else int(row[0])
 
 
-def diagnose_target(conninfo: str, config: Config) -> list[Finding]:
-    """Connect and diagnose; a server that cannot be reached is one clear error."""
+def diagnose_target(conninfo: str, config: Config, sessions: int | None = None) -> list[Finding]:
+    """Connect and diagnose; a server that cannot be reached is one clear error.
+    `sessions`: what this instance gets (of a multi-instance run); default all of them."""
     try:
         with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-            return diagnose(conn, config)
+            return diagnose(conn, config, sessions)
     except psycopg.OperationalError as exc:
         detail = " ".join(line.strip() for line in str(exc).strip().splitlines())
         raise OpenslobError(f"cannot connect: {detail}") from exc
 
 
-def diagnose(conn: psycopg.Connection, config: Config) -> list[Finding]:
+def diagnose(
+    conn: psycopg.Connection, config: Config, sessions: int | None = None
+) -> list[Finding]:
     version = conn.info.server_version
     findings = [_version(conn, version)]
     if version < MIN_VERSION:
@@ -62,7 +65,7 @@ def diagnose(conn: psycopg.Connection, config: Config) -> list[Finding]:
     findings += _statistics(conn, version)
     findings += _io_path(conn, version, config)
     findings += _durability(conn)
-    findings.append(_capacity(conn, config))
+    findings.append(_capacity(conn, sessions or len(session_schemas(config))))
     findings.append(_host(conn))
     return findings
 
@@ -235,8 +238,7 @@ def _durability(conn: psycopg.Connection) -> list[Finding]:
     return findings
 
 
-def _capacity(conn: psycopg.Connection, config: Config) -> Finding:
-    sessions = len(session_schemas(config))
+def _capacity(conn: psycopg.Connection, sessions: int) -> Finding:
     limit = int(_setting(conn, "max_connections") or 0)
     reserved = int(_setting(conn, "superuser_reserved_connections") or 0)
     busy = conn.execute(

@@ -78,6 +78,24 @@ class PostgresEngine(Engine):
             "settings": settings,
         }
 
+    def identity(self) -> tuple[str, str]:
+        """(cluster, database): the same for two conninfos that reach the same database.
+        The cluster is its system identifier, or its address and port for a role that may
+        not read pg_control_system()."""
+        with self._connect() as conn:
+            (database,) = conn.execute("SELECT current_database()").fetchone()
+            try:
+                with conn.transaction():
+                    (cluster,) = conn.execute(
+                        "SELECT system_identifier::text FROM pg_control_system()"
+                    ).fetchone()
+            except psycopg.errors.InsufficientPrivilege:
+                (cluster,) = conn.execute(
+                    "SELECT coalesce(host(inet_server_addr()), 'socket') || ':' ||"
+                    " current_setting('port')"
+                ).fetchone()
+        return cluster, database
+
     def setup(self, config: Config, progress: ProgressCallback | None = None) -> SetupResult:
         self._connect().close()  # version and block size first, before anything is changed
         specs = _specs(config)
