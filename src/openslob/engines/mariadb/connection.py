@@ -1,0 +1,68 @@
+"""Connections, versions and identifier quoting shared by the MariaDB modules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymysql
+
+from openslob.errors import SetupError
+
+CONNECT_TIMEOUT_S = 30
+MIN_MARIADB = (10, 6)
+MIN_MYSQL = (8, 0)
+
+
+def ident(*parts: str) -> str:
+    """`db`.`table` with backticks doubled inside names (MySQL's identifier quoting)."""
+    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)
+
+
+def describe_target(kwargs: dict[str, Any]) -> str:
+    """mysql://user@host:port/ or the socket, never the password."""
+    user = kwargs.get("user", "")
+    if kwargs.get("unix_socket"):
+        return f"mysql://{user}@localhost/?unix_socket={kwargs['unix_socket']}"
+    return f"mysql://{user}@{kwargs.get('host', 'localhost')}:{kwargs.get('port', 3306)}/"
+
+
+def connect(kwargs: dict[str, Any], **extra: Any) -> pymysql.connections.Connection:
+    """A PyMySQL connection (autocommit) or a one-line SetupError naming the target."""
+    options = {"autocommit": True, "charset": "utf8mb4", "connect_timeout": CONNECT_TIMEOUT_S}
+    options.update(kwargs)
+    options.update(extra)
+    try:
+        return pymysql.connect(**options)
+    except pymysql.err.MySQLError as exc:
+        reason = exc.args[1] if len(exc.args) > 1 else str(exc)
+        raise SetupError(f"cannot connect to {describe_target(kwargs)}: {reason}") from exc
+
+
+def server_version(conn: pymysql.connections.Connection) -> tuple[str, tuple[int, int]]:
+    """('10.11.19-MariaDB-...', (10, 11)) from the handshake."""
+    text = conn.get_server_info()
+    # MariaDB prefixes its handshake version with "5.5.5-" for old MySQL clients.
+    text = text.removeprefix("5.5.5-")
+    major, minor = (int(x) for x in text.split("-", 1)[0].split(".")[:2])
+    return text, (major, minor)
+
+
+def check_version(conn: pymysql.connections.Connection) -> str:
+    text, version = server_version(conn)
+    is_mariadb = "mariadb" in text.lower()
+    minimum = MIN_MARIADB if is_mariadb else MIN_MYSQL
+    if version < minimum:
+        name = "MariaDB" if is_mariadb else "MySQL"
+        raise SetupError(f"{name} {text} is too old (need {minimum[0]}.{minimum[1]} or later)")
+    return text
+
+
+def scalar(conn: pymysql.connections.Connection, query: str, args: Any = None) -> Any:
+    with conn.cursor() as cur:
+        cur.execute(query, args)
+        row = cur.fetchone()
+    return None if row is None else row[0]
+
+
+def page_size(conn: pymysql.connections.Connection) -> int:
+    return int(scalar(conn, "SELECT @@innodb_page_size"))

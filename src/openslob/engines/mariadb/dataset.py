@@ -1,0 +1,422 @@
+"""The SLOB data set on MariaDB/InnoDB: DDL, parallel load, bookkeeping, repair.
+
+Shape (per schema = database userN):
+  cf1(pk, custid, c2..c20)  SCALE rows; clustered on pk, UNIQUE index on custid
+  cf2(same columns)         SCAN_TABLE_SZ rows, no secondary index, for full scans
+InnoDB stores rows in primary-key order, so the primary key is the shuffle: pk is a
+permutation of 1..SCALE, the rank of md5(seed:custid). Rows are inserted in pk order, by one
+statement per table, which fills each leaf page before the next (see layout.py: 2 rows per
+page at 4k..32k). A SLOBop
+on custid (k-WORK_UNIT, k] walks the small custid index and then fetches WORK_UNIT rows
+scattered over ~WORK_UNIT random leaf pages: one single-block read each on a cache miss.
+Padding is AES-128 of a counter string under a key from (seed, custid): reproducible,
+different in every row and column, and incompressible for storage-level compression or dedupe.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from openslob.engines.base import ProgressCallback, SetupResult, TableLoad
+from openslob.engines.mariadb.connection import connect, ident, page_size
+from openslob.engines.mariadb.layout import PAD_COLUMNS, RowLayout, layout_for
+from openslob.engines.postgres.dataset import schema_name, schema_seed
+from openslob.errors import SetupError
+
+# Bump when the table layout changes: setup then rebuilds data made by older versions.
+LAYOUT_VERSION = 1
+META_DB = "openslob"
+META_TABLE = "datasets"
+LOAD_TAG = "openslob-load"  # leading SQL comment of every load statement (for KILL)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What one table of the data set must hold."""
+
+    schema: str
+    table: str  # "cf1" | "cf2"
+    rows: int
+    seed: int
+
+    @property
+    def indexed(self) -> bool:
+        return self.table == "cf1"
+
+    @property
+    def name(self) -> str:
+        return ident(self.schema, self.table)
+
+
+def wanted_tables(schemas: int, scale: int, scan_rows: int, seed: int) -> list[TableSpec]:
+    specs: list[TableSpec] = []
+    for index in range(1, schemas + 1):
+        name = schema_name(index)
+        specs.append(TableSpec(name, "cf1", scale, schema_seed(seed, index)))
+        if scan_rows > 0:
+            specs.append(TableSpec(name, "cf2", scan_rows, schema_seed(seed, index)))
+    return specs
+
+
+# ------------------------------------------------------------------------------- SQL
+
+META_DDL = (
+    f"CREATE DATABASE IF NOT EXISTS {ident(META_DB)}",
+    f"CREATE TABLE IF NOT EXISTS {ident(META_DB, META_TABLE)} ("
+    "  schema_name VARCHAR(64) NOT NULL, table_name VARCHAR(64) NOT NULL,"
+    "  n_rows BIGINT NOT NULL, seed BIGINT NOT NULL, layout INT NOT NULL,"
+    "  page_size INT NOT NULL, pad INT NOT NULL, status VARCHAR(16) NOT NULL,"
+    "  started_at DATETIME(6), finished_at DATETIME(6), load_seconds DOUBLE,"
+    "  PRIMARY KEY (schema_name, table_name)) ENGINE=InnoDB",
+)
+
+
+def create_table_sql(spec: TableSpec, layout: RowLayout) -> list[str]:
+    columns = ", ".join(f"{ident(c)} VARBINARY({layout.pad}) NOT NULL" for c in PAD_COLUMNS)
+    return [
+        f"CREATE DATABASE IF NOT EXISTS {ident(spec.schema)}",
+        f"DROP TABLE IF EXISTS {spec.name}",
+        # DYNAMIC: no compression; STATS_PERSISTENT: exact n_leaf_pages in innodb_index_stats.
+        f"CREATE TABLE {spec.name} (pk BIGINT UNSIGNED NOT NULL,"
+        f" custid BIGINT UNSIGNED NOT NULL, {columns}, PRIMARY KEY (pk))"
+        " ENGINE=InnoDB ROW_FORMAT=DYNAMIC STATS_PERSISTENT=1 STATS_AUTO_RECALC=0",
+    ]
+
+
+def counter_blocks(column_index: int, pad: int) -> bytes:
+    """Distinct 16-byte blocks for one column: AES-ECB over them is a CTR-mode stream."""
+    blocks = -(-pad // 16)
+    return b"".join(b"%016d" % (column_index * 100_000 + j) for j in range(blocks))
+
+
+def load_sql(spec: TableSpec, layout: RowLayout) -> str:
+    """Insert all rows in pk order.
+
+    The rank (pk) comes from a window over the bare keys, sorted small; the wide padding is
+    computed in the outer select list, after the sort, so it never goes through a filesort.
+    """
+    pads = ", ".join(
+        f"LEFT(AES_ENCRYPT(%(ctr{i})s, UNHEX(SHA2(CONCAT_WS(':', %(seed)s, custid), 256))),"
+        f" {layout.pad})"
+        for i in range(len(PAD_COLUMNS))
+    )
+    cols = ", ".join(ident(c) for c in PAD_COLUMNS)
+    seq = ident(spec.schema, f"seq_1_to_{spec.rows}")
+    return (
+        f"/* {LOAD_TAG} {spec.schema}.{spec.table} */ INSERT INTO {spec.name} (pk, custid, {cols})"
+        f" SELECT pk, custid, {pads} FROM ("
+        "  SELECT seq AS custid, ROW_NUMBER() OVER ("
+        "    ORDER BY CONV(LEFT(MD5(CONCAT_WS(':', %(seed)s, seq)), 15), 16, 10), seq) AS pk"
+        f"  FROM {seq}) ranked"
+        " ORDER BY pk"
+    )
+
+
+def load_args(spec: TableSpec, layout: RowLayout) -> dict[str, Any]:
+    args: dict[str, Any] = {"seed": spec.seed}
+    for i in range(len(PAD_COLUMNS)):
+        args[f"ctr{i}"] = counter_blocks(i, layout.pad)
+    return args
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+class DatasetLoader:
+    """Creates or repairs the SLOB tables with LOAD_PARALLEL_DEGREE concurrent streams."""
+
+    def __init__(self, connect_kwargs: dict[str, Any]) -> None:
+        self.connect_kwargs = connect_kwargs
+        self._active: dict[int, pymysql.connections.Connection] = {}
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+        self._rows_done = 0
+
+    @contextmanager
+    def _connection(self) -> Iterator[pymysql.connections.Connection]:
+        conn = connect(self.connect_kwargs)
+        thread_id = conn.thread_id()
+        with self._lock:
+            self._active[thread_id] = conn
+        try:
+            yield conn
+        finally:
+            with self._lock:
+                self._active.pop(thread_id, None)
+            conn.close()
+
+    def _execute(self, conn: pymysql.connections.Connection, query: str, args: Any = None) -> None:
+        if self._cancelled.is_set():
+            raise SetupError("setup interrupted")
+        try:
+            with conn.cursor() as cur:
+                cur.execute(query, args)
+        except pymysql.err.MySQLError as exc:
+            if self._cancelled.is_set():
+                raise SetupError("setup interrupted") from exc
+            raise
+
+    def cancel(self) -> None:
+        """KILL QUERY every statement in flight (from another thread, e.g. on Ctrl-C)."""
+        self._cancelled.set()
+        with self._lock:
+            ids = list(self._active)
+        if not ids:
+            return
+        with suppress(pymysql.err.MySQLError, SetupError), self._admin() as admin:
+            for thread_id in ids:
+                with suppress(pymysql.err.MySQLError), admin.cursor() as cur:
+                    cur.execute(f"KILL QUERY {int(thread_id)}")
+
+    @contextmanager
+    def _admin(self) -> Iterator[pymysql.connections.Connection]:
+        conn = connect(self.connect_kwargs, connect_timeout=5)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def layout(self) -> RowLayout:
+        with self._admin() as conn:
+            return layout_for(page_size(conn))
+
+    # -- decisions
+
+    def _current(self, conn: pymysql.connections.Connection) -> dict[tuple[str, str], dict]:
+        for statement in META_DDL:
+            self._execute(conn, statement)
+        with conn.cursor(pymysql.cursors.DictCursor) as cur:
+            cur.execute(f"SELECT * FROM {ident(META_DB, META_TABLE)}")
+            rows = cur.fetchall()
+        return {(r["schema_name"], r["table_name"]): r for r in rows}
+
+    @staticmethod
+    def _still_valid(
+        conn: pymysql.connections.Connection, spec: TableSpec, meta: dict, layout: RowLayout
+    ) -> bool:
+        """Cheap check that a table recorded complete is still what the spec asks for."""
+        wanted = {
+            "n_rows": spec.rows,
+            "seed": spec.seed,
+            "layout": LAYOUT_VERSION,
+            "page_size": layout.page_size,
+            "pad": layout.pad,
+            "status": "complete",
+        }
+        if any(meta.get(k) != v for k, v in wanted.items()):
+            return False
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT t.DATA_LENGTH,"
+                "  (SELECT COUNT(*) FROM information_schema.STATISTICS s"
+                "    WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA AND s.TABLE_NAME = t.TABLE_NAME"
+                "      AND s.INDEX_NAME = 'custid' AND s.NON_UNIQUE = 0)"
+                " FROM information_schema.TABLES t WHERE t.TABLE_SCHEMA = %s AND t.TABLE_NAME = %s",
+                [spec.schema, spec.table],
+            )
+            row = cur.fetchone()
+        if row is None:
+            return False
+        data_length, custid_index = row
+        pages = int(data_length or 0) // layout.page_size
+        min_pages = spec.rows // layout.rows_per_page
+        return pages >= min_pages and (custid_index == 1 if spec.indexed else True)
+
+    def plan(self, specs: list[TableSpec]) -> tuple[list[TableSpec], list[TableSpec]]:
+        """Split the wanted tables into (to load, already valid)."""
+        layout = self.layout()
+        with self._connection() as conn:
+            current = self._current(conn)
+            todo, valid = [], []
+            for spec in specs:
+                meta = current.get((spec.schema, spec.table), {})
+                (valid if self._still_valid(conn, spec, meta, layout) else todo).append(spec)
+        return todo, valid
+
+    # -- doing
+
+    def load(
+        self, specs: list[TableSpec], degree: int, progress: ProgressCallback | None = None
+    ) -> SetupResult:
+        """Load what is missing or stale, up to `degree` tables at a time.
+
+        One stream per table, by design: each table is inserted in pk order by a single
+        statement, so every leaf page fills before the next one opens. Two streams into one
+        table would meet at their range boundary: the lower stream then always inserts just
+        before a record of the upper one, which splits pages in the middle (measured: 1.35
+        instead of 2 rows per page). LOAD_PARALLEL_DEGREE therefore counts tables in flight.
+        """
+        started = time.monotonic()
+        self._cancelled.clear()
+        layout = self.layout()
+        todo, valid = self.plan(specs)
+        result = SetupResult(tables=[self._describe_valid(spec, layout) for spec in valid])
+        if todo:
+            for spec in todo:
+                self._prepare_table(spec, layout)
+            loaded = self._run_pool(todo, layout, degree, progress)
+            result.tables += [loaded[spec] for spec in todo]
+        result.notes.append(
+            f"InnoDB {layout.page_size // 1024}k pages: {layout.rows_per_page} rows per leaf"
+            f" page ({len(PAD_COLUMNS)} x {layout.pad} B of padding per row)"
+        )
+        result.seconds = time.monotonic() - started
+        return result
+
+    def _run_pool(
+        self,
+        todo: list[TableSpec],
+        layout: RowLayout,
+        degree: int,
+        progress: ProgressCallback | None,
+    ) -> dict[TableSpec, TableLoad]:
+        total_rows = sum(spec.rows for spec in todo)
+        self._rows_done = 0
+        loaded: dict[TableSpec, TableLoad] = {}
+        with ThreadPoolExecutor(max_workers=max(1, degree), thread_name_prefix="slob-load") as pool:
+            pending = {pool.submit(self._load_table, spec, layout): spec for spec in todo}
+            try:
+                while pending:
+                    done, _ = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
+                    for future in done:
+                        spec = pending.pop(future)
+                        loaded[spec] = future.result()  # re-raises a loader's error here
+                    if progress:
+                        progress(min(self._rows_done, total_rows), total_rows)
+            except BaseException:
+                self.cancel()
+                for future in pending:
+                    future.cancel()
+                raise
+        return loaded
+
+    def _prepare_table(self, spec: TableSpec, layout: RowLayout) -> None:
+        """Mark the table 'loading' first: an interruption from here on is seen as such."""
+        with self._connection() as conn:
+            self._terminate_stale_loaders(conn, spec)
+            self._mark(conn, spec, layout, "loading")
+            for statement in create_table_sql(spec, layout):
+                self._execute(conn, statement)
+
+    def _load_table(self, spec: TableSpec, layout: RowLayout) -> TableLoad:
+        """Rows in pk order, then the custid index (a sorted build: compact) and persistent
+        statistics (n_leaf_pages for verify), then 'complete'."""
+        started = time.monotonic()
+        tag = f"/* {LOAD_TAG} {spec.schema}.{spec.table} */ "
+        with self._connection() as conn:
+            self._session_settings(conn)
+            self._execute(conn, load_sql(spec, layout), load_args(spec, layout))
+            with self._lock:
+                self._rows_done += spec.rows
+            if spec.indexed:
+                self._execute(
+                    conn, f"{tag}ALTER TABLE {spec.name} ADD UNIQUE INDEX custid (custid)"
+                )
+            self._execute(conn, f"{tag}ANALYZE TABLE {spec.name}")
+            seconds = time.monotonic() - started
+            self._mark(conn, spec, layout, "complete", seconds)
+            pages = self._pages(conn, spec, layout)
+        return TableLoad(
+            spec.schema, spec.table, spec.rows, pages, pages * layout.page_size, seconds, "loaded"
+        )
+
+    def _session_settings(self, conn: pymysql.connections.Connection) -> None:
+        # Room to sort the bare keys of the rank window (and the index build) in memory.
+        self._execute(conn, "SET SESSION sort_buffer_size = 64 * 1024 * 1024")
+
+    def _terminate_stale_loaders(
+        self, conn: pymysql.connections.Connection, spec: TableSpec
+    ) -> None:
+        """Statements of an interrupted earlier setup may still be loading this table."""
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT ID FROM information_schema.PROCESSLIST"
+                " WHERE INFO LIKE %s AND ID <> CONNECTION_ID()",
+                [f"/* {LOAD_TAG} {spec.schema}.{spec.table} */%"],
+            )
+            for (thread_id,) in cur.fetchall():
+                with suppress(pymysql.err.MySQLError):
+                    cur.execute(f"KILL {int(thread_id)}")
+
+    def _mark(
+        self,
+        conn: pymysql.connections.Connection,
+        spec: TableSpec,
+        layout: RowLayout,
+        status: str,
+        seconds: float | None = None,
+    ) -> None:
+        for statement in META_DDL:
+            self._execute(conn, statement)
+        self._execute(
+            conn,
+            f"INSERT INTO {ident(META_DB, META_TABLE)} (schema_name, table_name, n_rows, seed,"
+            "  layout, page_size, pad, status, started_at, load_seconds)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NOW(6), %s)"
+            " ON DUPLICATE KEY UPDATE n_rows = VALUES(n_rows), seed = VALUES(seed),"
+            "  layout = VALUES(layout), page_size = VALUES(page_size), pad = VALUES(pad),"
+            "  status = VALUES(status), load_seconds = VALUES(load_seconds),"
+            "  started_at = IF(VALUES(status) = 'loading', VALUES(started_at), started_at),"
+            "  finished_at = IF(VALUES(status) = 'complete', NOW(6), NULL)",
+            [
+                spec.schema,
+                spec.table,
+                spec.rows,
+                spec.seed,
+                LAYOUT_VERSION,
+                layout.page_size,
+                layout.pad,
+                status,
+                seconds,
+            ],
+        )
+
+    @staticmethod
+    def _pages(conn: pymysql.connections.Connection, spec: TableSpec, layout: RowLayout) -> int:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT DATA_LENGTH FROM information_schema.TABLES"
+                " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                [spec.schema, spec.table],
+            )
+            row = cur.fetchone()
+        return 0 if row is None else int(row[0] or 0) // layout.page_size
+
+    def _describe_valid(self, spec: TableSpec, layout: RowLayout) -> TableLoad:
+        with self._connection() as conn:
+            pages = self._pages(conn, spec, layout)
+        return TableLoad(
+            spec.schema, spec.table, spec.rows, pages, pages * layout.page_size, 0, "valid"
+        )
+
+    # -- listing and dropping
+
+    def existing_schemas(self) -> list[str]:
+        """Schemas that setup recorded, in natural order (user2 before user10)."""
+        with self._connection() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT COUNT(*) FROM information_schema.TABLES"
+                " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                [META_DB, META_TABLE],
+            )
+            if not cur.fetchone()[0]:
+                return []
+            cur.execute(f"SELECT DISTINCT schema_name FROM {ident(META_DB, META_TABLE)}")
+            names = [r[0] for r in cur.fetchall()]
+        return sorted(names, key=lambda n: (len(n), n))
+
+    def drop_all(self) -> list[str]:
+        schemas = self.existing_schemas()
+        with self._connection() as conn:
+            for name in schemas:
+                self._execute(conn, f"DROP DATABASE IF EXISTS {ident(name)}")
+            self._execute(conn, f"DROP DATABASE IF EXISTS {ident(META_DB)}")
+        return schemas

@@ -1,0 +1,187 @@
+"""What the engine-independent run lifecycle needs from MariaDB (PostgresRunBackend's twin).
+
+PyMySQL is synchronous, so each blocking call of a work session runs in a worker thread
+(asyncio.to_thread): a thread blocked in recv() on the CALL's answer costs no CPU, and the
+loop itself lives in the server. Every blocking call gets a thread of its own from a pool
+sized for the run's sessions, so no CALL ever waits behind another for a thread.
+Cancelling is KILL QUERY <thread id> from a separate connection: the CALL ends with error
+1317 (query interrupted) and the session stays usable.
+Work sessions carry the program name (connection attribute) `application_name`, and
+terminate_leftovers kills any of them still connected after the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from openslob.engines.mariadb import stats
+from openslob.engines.mariadb.connection import connect
+from openslob.engines.mariadb.workload import SESSION_SETTINGS, call_statement, install_procedures
+from openslob.errors import SetupError
+
+QUERY_INTERRUPTED = 1317  # ER_QUERY_INTERRUPTED: the answer to KILL QUERY
+
+
+@dataclass
+class WorkSession:
+    id: int
+    schema: str
+    conn: pymysql.connections.Connection
+    pid: int  # the server's thread (connection) id
+
+
+class Monitor:
+    """One sampler's connection: snapshots. InnoDB counters move while statements run, so
+    no transaction tricks are needed (unlike PostgreSQL's end-of-statement publishing)."""
+
+    def __init__(self, connect_kwargs: dict[str, Any], application_name: str) -> None:
+        self.connect_kwargs = connect_kwargs
+        self.conn = connect(connect_kwargs, program_name=application_name)
+
+    def snapshot(self) -> stats.Snapshot:
+        return stats.take_snapshot(self.conn)
+
+    def loop_counters(self) -> dict[str, float] | None:
+        """No per-statement live counters here (the time series uses snapshots)."""
+        return None
+
+    def read_file(self, path: str) -> str | None:
+        """The server host's files are not readable through MariaDB: always None."""
+        return None
+
+    def cancel(self) -> None:
+        with (
+            contextlib.suppress(pymysql.err.MySQLError, OSError, SetupError),
+            connect(self.connect_kwargs, connect_timeout=3) as admin,
+            admin.cursor() as cur,
+        ):
+            cur.execute(f"KILL QUERY {int(self.conn.thread_id())}")
+
+    def close(self) -> None:
+        with contextlib.suppress(pymysql.err.MySQLError, OSError):
+            self.conn.close()
+
+
+class MariaDBRunBackend:
+    def __init__(
+        self, connect_kwargs: dict[str, Any], application_name: str, max_sessions: int = 1024
+    ) -> None:
+        self.connect_kwargs = connect_kwargs
+        self.application_name = application_name
+        # One thread per blocking call in flight: open + CALL per session, plus slack.
+        self._threads = ThreadPoolExecutor(
+            max_workers=max_sessions + 8, thread_name_prefix="slob-mariadb"
+        )
+
+    async def _run(self, func: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._threads, func, *args)
+
+    def install_procedures(self, schemas: list[str]) -> None:
+        """(Re)create userN.slob_work for the run's schemas (before the sessions open)."""
+        with connect(self.connect_kwargs) as conn:
+            install_procedures(conn, schemas)
+
+    def _open(self, session_id: int, schema: str) -> WorkSession:
+        conn = connect(self.connect_kwargs, program_name=self.application_name)
+        with conn.cursor() as cur:
+            for statement in SESSION_SETTINGS:
+                cur.execute(statement)
+        return WorkSession(session_id, schema, conn, conn.thread_id())
+
+    async def open_session(self, session_id: int, schema: str) -> WorkSession:
+        return await self._run(self._open, session_id, schema)
+
+    @staticmethod
+    def _call(session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:
+        with session.conn.cursor() as cur:
+            cur.execute(call_statement(session.schema), [json.dumps(conf)])
+            row = cur.fetchone()
+            while cur.nextset():  # the CALL's own status result
+                pass
+        return json.loads(row[0]) if row and row[0] else {}
+
+    async def call(self, session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:
+        """The session's CALL (one per phase); its JSON result, keys as PostgreSQL's loop.
+        A cancelled CALL raises pymysql.err.OperationalError 1317."""
+        return await self._run(self._call, session, conf)
+
+    async def publish_stats(self, session: WorkSession) -> bool:
+        """InnoDB publishes its counters as it goes: nothing to flush, no own commit."""
+        return False
+
+    def _kill_query(self, thread_id: int) -> None:
+        with connect(self.connect_kwargs, connect_timeout=3) as admin, admin.cursor() as cur:
+            cur.execute(f"KILL QUERY {int(thread_id)}")
+
+    async def cancel(self, session: WorkSession) -> None:
+        with contextlib.suppress(pymysql.err.MySQLError, OSError, SetupError):
+            await asyncio.to_thread(self._kill_query, session.pid)
+
+    def cancel_now(self, session: WorkSession) -> None:
+        """Synchronous cancel, for the second Ctrl-C that exits at once."""
+        with contextlib.suppress(pymysql.err.MySQLError, OSError, SetupError):
+            self._kill_query(session.pid)
+
+    async def close(self, session: WorkSession) -> None:
+        with contextlib.suppress(pymysql.err.MySQLError, OSError):
+            await asyncio.to_thread(session.conn.close)
+
+    def monitor(self, role: str) -> Monitor:
+        return Monitor(self.connect_kwargs, f"{self.application_name} {role}")
+
+    def host_files_reason(self) -> str | None:
+        return "MariaDB cannot read the server host's /proc: host counters need a local server"
+
+    def terminate_leftovers(self) -> int:
+        """Work sessions of this run still connected after it ended (must be none): kill."""
+        try:
+            with connect(self.connect_kwargs) as conn, conn.cursor() as cur:
+                cur.execute(
+                    "SELECT DISTINCT PROCESSLIST_ID FROM performance_schema.session_connect_attrs"
+                    " WHERE ATTR_NAME = 'program_name' AND ATTR_VALUE = %s"
+                    " AND PROCESSLIST_ID <> CONNECTION_ID()",
+                    [self.application_name],
+                )
+                ids = [r[0] for r in cur.fetchall()]
+                for thread_id in ids:
+                    with contextlib.suppress(pymysql.err.MySQLError):
+                        cur.execute(f"KILL {int(thread_id)}")
+        except (pymysql.err.MySQLError, OSError, SetupError):
+            return 0
+        return len(ids)
+
+    def settings(self) -> dict[str, str]:
+        """Settings the run's figures depend on (timing on/off, cache size, data dir)."""
+        with connect(self.connect_kwargs) as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE"
+                " FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME IN %s",
+                [tuple(name.upper() for name in RUN_SETTINGS)],
+            )
+            return {name: str(value) for name, value in cur.fetchall()}
+
+    def shutdown(self) -> None:
+        """Release the worker threads (after every session is closed)."""
+        self._threads.shutdown(wait=False, cancel_futures=True)
+
+
+RUN_SETTINGS = (
+    "performance_schema",
+    "innodb_buffer_pool_size",
+    "innodb_page_size",
+    "innodb_flush_method",
+    "innodb_flush_log_at_trx_commit",
+    "innodb_doublewrite",
+    "innodb_read_ahead_threshold",
+    "innodb_random_read_ahead",
+    "max_connections",
+    "datadir",
+    "version",
+)

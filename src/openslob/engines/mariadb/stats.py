@@ -1,0 +1,183 @@
+"""MariaDB/InnoDB statistics: snapshots of cumulative counters and their window deltas.
+
+Sources:
+- SHOW GLOBAL STATUS: Innodb_buffer_pool_read_requests (logical reads) and _reads (misses,
+  one page read each), Innodb_data_reads/_writes/_read/_written/_fsyncs (all InnoDB data file
+  I/O), Innodb_os_log_written / Innodb_log_writes (redo), Innodb_dblwr_pages_written,
+  Com_commit / Com_rollback (COMMIT statements: the loop's one per update), ...
+- performance_schema.file_summary_by_event_name, when performance_schema is ON: per file type
+  counts, bytes and time (picoseconds) of reads and writes; wait/io/file/innodb/
+  innodb_data_file gives physical read/write latency. MariaDB 10.8+ no longer instruments the
+  redo log file, so redo sync counts and latency are null there (MySQL 8 has
+  innodb_log_file: its misc operations, mostly fsyncs, are used when present).
+InnoDB counters move as the work happens (not at statement end as PostgreSQL's), so a
+snapshot can be taken at any time; the loop's own CALL boundaries do not matter.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+import pymysql
+
+Snapshot = dict[str, Any]
+
+DATA_FILE = "wait/io/file/innodb/innodb_data_file"
+LOG_FILE = "wait/io/file/innodb/innodb_log_file"  # MySQL 8; absent in MariaDB 10.8+
+_FILE_COLUMNS = (
+    "COUNT_READ",
+    "SUM_TIMER_READ",
+    "SUM_NUMBER_OF_BYTES_READ",
+    "COUNT_WRITE",
+    "SUM_TIMER_WRITE",
+    "SUM_NUMBER_OF_BYTES_WRITE",
+    "COUNT_MISC",
+    "SUM_TIMER_MISC",
+)
+PS_PER_US = 1_000_000  # performance_schema timers are picoseconds
+
+# Figures PostgreSQL gives that InnoDB has no counter for: always null here, with the reason.
+NOTES = (
+    "redo is InnoDB's WAL: wal_mb_per_s is Innodb_os_log_written, wal_writes_per_s "
+    "Innodb_log_writes",
+    "physical reads/writes and their latency are performance_schema "
+    "file_summary_by_event_name for innodb_data_file (all InnoDB data files, including "
+    "the doublewrite buffer and undo: each flushed page is written twice with "
+    "innodb_doublewrite=ON); without performance_schema they are Innodb_data_reads/_writes "
+    "and latencies are null",
+    "commits_per_s counts COMMIT statements (Com_commit), one per update",
+    "wal_records_per_s, wal_fpi_per_s, temp_mb and db_time_s have no InnoDB counter: null",
+)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float | Decimal):
+        return float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def take_snapshot(conn: pymysql.connections.Connection) -> Snapshot:
+    """Every cumulative counter a report needs (global status and file I/O summaries)."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT UTC_TIMESTAMP(6), @@performance_schema, VERSION()")
+        taken_at, ps_on, version = cur.fetchone()
+        cur.execute("SHOW GLOBAL STATUS")
+        status = {name: n for name, value in cur.fetchall() if (n := _number(value)) is not None}
+        files = None
+        if int(ps_on):
+            cur.execute(
+                f"SELECT EVENT_NAME, {', '.join(_FILE_COLUMNS)}"
+                " FROM performance_schema.file_summary_by_event_name"
+                " WHERE EVENT_NAME LIKE 'wait/io/file/innodb/%'"
+            )
+            files = {
+                row[0]: {col: float(v) for col, v in zip(_FILE_COLUMNS, row[1:], strict=True)}
+                for row in cur.fetchall()
+            }
+    if isinstance(taken_at, dt.datetime):
+        taken_at = taken_at.replace(tzinfo=dt.UTC).isoformat()
+    return {"taken_at": taken_at, "server_version": version, "status": status, "files": files}
+
+
+def _d(before: Snapshot, after: Snapshot, name: str) -> float | None:
+    a, b = after["status"].get(name), before["status"].get(name)
+    return None if a is None or b is None else a - b
+
+
+def _f(before: Snapshot, after: Snapshot, event: str, column: str) -> float | None:
+    if before.get("files") is None or after.get("files") is None:
+        return None
+    a, b = after["files"].get(event), before["files"].get(event)
+    if a is None or b is None:
+        return None
+    return a[column] - b[column]
+
+
+def _per_s(value: float | None, seconds: float) -> float | None:
+    return None if value is None or seconds <= 0 else value / seconds
+
+
+def _ratio(num: float | None, den: float | None, scale: float = 1.0) -> float | None:
+    if num is None or not den:
+        return None
+    return num / den * scale
+
+
+def _mb(value: float | None) -> float | None:
+    return None if value is None else value / (1 << 20)
+
+
+def snapshot_delta(before: Snapshot, after: Snapshot, seconds: float) -> dict[str, float | None]:
+    """Window metrics with the PostgreSQL path's keys (null where InnoDB cannot say), plus
+    InnoDB-only figures prefixed innodb_."""
+    with_ps = before.get("files") is not None and after.get("files") is not None
+    if with_ps:
+        reads = _f(before, after, DATA_FILE, "COUNT_READ")
+        read_bytes = _f(before, after, DATA_FILE, "SUM_NUMBER_OF_BYTES_READ")
+        read_ps = _f(before, after, DATA_FILE, "SUM_TIMER_READ")
+        writes = _f(before, after, DATA_FILE, "COUNT_WRITE")
+        write_bytes = _f(before, after, DATA_FILE, "SUM_NUMBER_OF_BYTES_WRITE")
+        write_ps = _f(before, after, DATA_FILE, "SUM_TIMER_WRITE")
+    else:
+        reads, read_bytes = (
+            _d(before, after, "Innodb_data_reads"),
+            _d(before, after, "Innodb_data_read"),
+        )
+        writes = _d(before, after, "Innodb_data_writes")
+        write_bytes = _d(before, after, "Innodb_data_written")
+        read_ps = write_ps = None
+    log_syncs = _f(before, after, LOG_FILE, "COUNT_MISC")
+    log_sync_ps = _f(before, after, LOG_FILE, "SUM_TIMER_MISC")
+    misses = _d(before, after, "Innodb_buffer_pool_reads")
+    requests = _d(before, after, "Innodb_buffer_pool_read_requests")
+    return {
+        "lio_per_s": _per_s(requests, seconds),
+        "pio_reads_per_s": _per_s(reads, seconds),
+        "pio_read_mb_per_s": _per_s(_mb(read_bytes), seconds),
+        "pio_writes_per_s": _per_s(writes, seconds),
+        "pio_write_mb_per_s": _per_s(_mb(write_bytes), seconds),
+        "db_read_latency_us": _ratio(read_ps, reads, 1 / PS_PER_US),
+        "db_write_latency_us": _ratio(write_ps, writes, 1 / PS_PER_US),
+        "wal_mb_per_s": _per_s(_mb(_d(before, after, "Innodb_os_log_written")), seconds),
+        "wal_records_per_s": None,
+        "wal_fpi_per_s": None,
+        "wal_writes_per_s": _per_s(_d(before, after, "Innodb_log_writes"), seconds),
+        "wal_syncs_per_s": _per_s(log_syncs, seconds),
+        "wal_sync_latency_us": _ratio(log_sync_ps, log_syncs, 1 / PS_PER_US),
+        "commits_per_s": _per_s(_d(before, after, "Com_commit"), seconds),
+        "rollbacks_per_s": _per_s(_d(before, after, "Com_rollback"), seconds),
+        "db_time_s": None,
+        "temp_mb": None,
+        # InnoDB's own figures (no PostgreSQL twin).
+        "innodb_buffer_pool_misses_per_s": _per_s(misses, seconds),
+        "innodb_buffer_pool_hit_pct": _ratio(
+            None if requests is None or misses is None else requests - misses, requests, 100
+        ),
+        "innodb_pages_written_per_s": _per_s(_d(before, after, "Innodb_pages_written"), seconds),
+        "innodb_dblwr_pages_per_s": _per_s(
+            _d(before, after, "Innodb_dblwr_pages_written"), seconds
+        ),
+        "innodb_data_fsyncs_per_s": _per_s(_d(before, after, "Innodb_data_fsyncs"), seconds),
+        "innodb_log_waits_per_s": _per_s(_d(before, after, "Innodb_log_waits"), seconds),
+    }
+
+
+def notes(after: Snapshot) -> list[str]:
+    """Why some names differ from PostgreSQL's and which figures are null (run.json notes)."""
+    result = list(NOTES)
+    if after.get("files") is None:
+        result.append("performance_schema is OFF: read/write latencies are null")
+    elif LOG_FILE not in after["files"]:
+        result.append(
+            f"{after.get('server_version')}: the redo log is not instrumented in "
+            "performance_schema: wal_syncs_per_s and wal_sync_latency_us are null "
+            "(innodb_data_fsyncs_per_s counts fsyncs of all InnoDB files)"
+        )
+    return result

@@ -1,0 +1,292 @@
+"""The SLOB work loop as a MariaDB stored procedure, one per schema: `userN`.slob_work(conf).
+
+Same semantics as the PL/pgSQL loop (engines/postgres/workload.py), driven by the same JSON
+conf (run.loop_conf): per op a key k in [WORK_UNIT, SCALE] (or in the hotspot every
+hotspot_frequency-th op), user1 every hot_schema_frequency-th op; UPDATE with probability
+update_pct (then COMMIT: one per update), else a full scan of cf2 with probability scan_pct,
+else SELECT COUNT(c2) over custid (k-WORK_UNIT, k]. Think-time sleeps, a start barrier, and
+either `loops` ops or ops until `until_epoch`.
+
+MariaDB specifics:
+- Static SQL only; a procedure's statements are parsed once per session and reused.
+- FORCE INDEX (custid): the custid range is found through the secondary index and each row
+  is fetched from the clustered index, one leaf page at a time (single-block reads; MRR,
+  which would sort and batch those fetches, is off in the session and by default).
+- Random numbers come from a Park-Miller generator (MINSTD, 48271) kept in a variable:
+  RAND(seed) reseeds on every statement, so a per-session reproducible stream is made here.
+  The seed (a float in [-1, 1], as PostgreSQL's setseed) picks the start state.
+- Timing uses SYSDATE(6) (NOW() is frozen for the whole CALL) in UTC. Per-op latencies go
+  into a MEMORY temporary table (no I/O, no redo), bucketed with openslob.histogram's formula.
+- A procedure cannot return a value: it ends with SELECT of one JSON document, the same keys
+  as the PostgreSQL loop's result.
+- LITE updates c2 and c3, HEAVY all 19 pad columns; each new value splices 16 bytes of
+  md5(state, clock) into the column at the same length, so the update is in place and a
+  replay of the same seed still changes every row.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pymysql
+
+from openslob.engines.mariadb.connection import ident
+from openslob.engines.mariadb.dataset import META_DB
+from openslob.engines.mariadb.layout import PAD_COLUMNS
+from openslob.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
+
+PROCEDURE = "slob_work"
+BUCKET_FUNCTION = "slob_bucket"
+LITE_COLUMNS = ("c2", "c3")
+HIST_TABLE = "slob_hist"
+
+# The histogram bucket of v_us into v_idx: openslob.histogram.bucket_index in SQL.
+# e = floor(log2(us)) - 6 through a double (cheap), then corrected for rounding.
+_BUCKET = """
+IF v_us < {linear} THEN
+    SET v_idx = GREATEST(v_us, 0);
+ELSE
+    SET v_e = FLOOR(LOG2(v_us)) - 6;
+    IF v_us >= ({sub2} << v_e) THEN
+        SET v_e = v_e + 1;
+    ELSEIF v_us < ({sub} << v_e) THEN
+        SET v_e = v_e - 1;
+    END IF;
+    SET v_idx = LEAST({sub} * v_e + (v_us >> v_e), {slots} - 1);
+END IF;
+"""
+
+# Next value of the MINSTD generator in v_rng and a uniform [0, 1) in v_u.
+_RAND = "SET v_rng = v_rng * 48271 % 2147483647; SET v_u = (v_rng - 1) / 2147483646e0;"
+
+_TEMPLATE = """
+CREATE PROCEDURE {proc}(IN p_conf LONGTEXT)
+MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+    DECLARE v_update_pct DOUBLE DEFAULT JSON_VALUE(p_conf, '$.update_pct');
+    DECLARE v_scan_pct DOUBLE DEFAULT JSON_VALUE(p_conf, '$.scan_pct');
+    DECLARE v_work_unit BIGINT DEFAULT JSON_VALUE(p_conf, '$.work_unit');
+    DECLARE v_scale BIGINT DEFAULT JSON_VALUE(p_conf, '$.scale');
+    DECLARE v_heavy BOOLEAN DEFAULT JSON_VALUE(p_conf, '$.heavy') IN ('1', 'true');
+    DECLARE v_loops BIGINT DEFAULT COALESCE(JSON_VALUE(p_conf, '$.loops'), 0);
+    DECLARE v_until DOUBLE DEFAULT JSON_VALUE(p_conf, '$.until_epoch');
+    DECLARE v_start DOUBLE DEFAULT JSON_VALUE(p_conf, '$.start_epoch');
+    DECLARE v_record BOOLEAN DEFAULT JSON_VALUE(p_conf, '$.record') IN ('1', 'true');
+    DECLARE v_hot_freq BIGINT DEFAULT COALESCE(JSON_VALUE(p_conf, '$.hot_schema_frequency'), 0);
+    DECLARE v_spot_freq BIGINT DEFAULT COALESCE(JSON_VALUE(p_conf, '$.hotspot_frequency'), 0);
+    DECLARE v_spot_lo BIGINT DEFAULT JSON_VALUE(p_conf, '$.hotspot_first_key');
+    DECLARE v_spot_hi BIGINT DEFAULT JSON_VALUE(p_conf, '$.hotspot_last_key');
+    DECLARE v_think_freq BIGINT DEFAULT COALESCE(JSON_VALUE(p_conf, '$.think_frequency'), 0);
+    DECLARE v_think_min DOUBLE DEFAULT COALESCE(JSON_VALUE(p_conf, '$.think_min'), 0);
+    DECLARE v_think_max DOUBLE DEFAULT COALESCE(JSON_VALUE(p_conf, '$.think_max'), 0);
+    DECLARE v_seed DOUBLE DEFAULT JSON_VALUE(p_conf, '$.seed');
+    DECLARE v_rng BIGINT;
+    DECLARE v_u DOUBLE;
+    DECLARE n_sel, n_upd, n_scan, n_hot, n_spot, n_think BIGINT DEFAULT 0;
+    DECLARE rows_sel, rows_upd, v_op BIGINT DEFAULT 0;
+    DECLARE v_think_s DOUBLE DEFAULT 0;
+    DECLARE v_k, v_lo, v_cnt, v_changed, v_us BIGINT;
+    DECLARE v_e, v_idx, v_kind INT;
+    DECLARE v_hot BOOLEAN;
+    DECLARE v_pause, v_t0, v_began, v_ended DOUBLE;
+    DECLARE v_new VARBINARY(16);
+
+    SET SESSION time_zone = '+00:00';
+    SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;
+    CREATE TEMPORARY TABLE IF NOT EXISTS {hist} (
+        kind TINYINT NOT NULL, idx SMALLINT NOT NULL, n BIGINT NOT NULL,
+        PRIMARY KEY (kind, idx)) ENGINE = MEMORY;
+    DELETE FROM {hist};
+    IF v_seed IS NULL THEN
+        SET v_rng = 1 + FLOOR(RAND() * 2147483645);
+    ELSE
+        SET v_rng = 1 + FLOOR((LEAST(GREATEST(v_seed, -1), 1) + 1) / 2 * 2147483645);
+    END IF;
+    -- The barrier: every session starts its first op at the same instant.
+    SET v_pause = v_start - UNIX_TIMESTAMP(SYSDATE(6));
+    IF v_pause > 0 THEN
+        DO SLEEP(v_pause);
+    END IF;
+    SET v_began = UNIX_TIMESTAMP(SYSDATE(6));
+    work: LOOP
+        IF v_loops > 0 THEN
+            IF v_op >= v_loops THEN
+                LEAVE work;
+            END IF;
+        ELSEIF UNIX_TIMESTAMP(SYSDATE(6)) >= v_until THEN
+            LEAVE work;
+        END IF;
+        SET v_op = v_op + 1;
+        {rand}
+        IF v_spot_freq > 0 AND v_op % v_spot_freq = 0 THEN
+            SET v_k = v_spot_lo + FLOOR(v_u * (v_spot_hi - v_spot_lo + 1));
+            SET n_spot = n_spot + 1;
+        ELSE
+            SET v_k = v_work_unit + FLOOR(v_u * (v_scale - v_work_unit + 1));
+        END IF;
+        SET v_lo = v_k - v_work_unit + 1;
+        SET v_hot = v_hot_freq > 0 AND v_op % v_hot_freq = 0;
+        IF v_hot THEN
+            SET n_hot = n_hot + 1;
+        END IF;
+        {rand}
+        IF v_u * 100 < v_update_pct THEN
+            SET v_kind = 1;
+        ELSE
+            {rand}
+            IF v_scan_pct > 0 AND v_u * 100 < v_scan_pct THEN
+                SET v_kind = 2;
+            ELSE
+                SET v_kind = 0;
+            END IF;
+        END IF;
+        IF v_record THEN  -- only the window is timed: the warm-up records nothing
+            SET v_t0 = UNIX_TIMESTAMP(SYSDATE(6));
+        END IF;
+        IF v_kind = 0 THEN
+            IF v_hot THEN
+                SELECT COUNT(c2) INTO v_cnt FROM {hot_cf1} FORCE INDEX (custid)
+                    WHERE custid BETWEEN v_lo AND v_k;
+            ELSE
+                SELECT COUNT(c2) INTO v_cnt FROM {cf1} FORCE INDEX (custid)
+                    WHERE custid BETWEEN v_lo AND v_k;
+            END IF;
+            SET rows_sel = rows_sel + v_cnt;
+        ELSEIF v_kind = 1 THEN
+            -- The clock makes a replay of the same seed still change every row it updates.
+            SET v_new = UNHEX(MD5(CONCAT(v_rng, ':', SYSDATE(6))));
+            START TRANSACTION;
+            IF v_heavy THEN
+                IF v_hot THEN
+                    UPDATE {hot_cf1} FORCE INDEX (custid) SET {heavy_set}
+                        WHERE custid BETWEEN v_lo AND v_k;
+                ELSE
+                    UPDATE {cf1} FORCE INDEX (custid) SET {heavy_set}
+                        WHERE custid BETWEEN v_lo AND v_k;
+                END IF;
+            ELSE
+                IF v_hot THEN
+                    UPDATE {hot_cf1} FORCE INDEX (custid) SET {lite_set}
+                        WHERE custid BETWEEN v_lo AND v_k;
+                ELSE
+                    UPDATE {cf1} FORCE INDEX (custid) SET {lite_set}
+                        WHERE custid BETWEEN v_lo AND v_k;
+                END IF;
+            END IF;
+            SET v_changed = ROW_COUNT();
+            COMMIT;
+            SET rows_upd = rows_upd + v_changed;
+        ELSE
+            IF v_hot THEN
+                SELECT COUNT(c2) INTO v_cnt FROM {hot_cf2};
+            ELSE
+                SELECT COUNT(c2) INTO v_cnt FROM {cf2};
+            END IF;
+        END IF;
+        IF v_record THEN
+            SET v_us = ROUND((UNIX_TIMESTAMP(SYSDATE(6)) - v_t0) * 1000000);
+{bucket}
+            INSERT INTO {hist} (kind, idx, n) VALUES (v_kind, v_idx, 1)
+                ON DUPLICATE KEY UPDATE n = n + 1;
+            IF v_kind = 0 THEN
+                SET n_sel = n_sel + 1;
+            ELSEIF v_kind = 1 THEN
+                SET n_upd = n_upd + 1;
+            ELSE
+                SET n_scan = n_scan + 1;
+            END IF;
+        END IF;
+        IF v_think_freq > 0 AND v_op % v_think_freq = 0 THEN
+            {rand}
+            SET v_pause = v_think_min + v_u * (v_think_max - v_think_min);
+            DO SLEEP(v_pause);
+            SET n_think = n_think + 1;
+            SET v_think_s = v_think_s + v_pause;
+        END IF;
+    END LOOP;
+    SET v_ended = UNIX_TIMESTAMP(SYSDATE(6));
+    -- "+ 0": JSON_OBJECT would quote a procedure variable as a string.
+    SELECT JSON_OBJECT(
+        'ops', v_op + 0, 'ops_select', n_sel + 0, 'ops_update', n_upd + 0,
+        'ops_scan', n_scan + 0, 'rows_selected', rows_sel + 0, 'rows_updated', rows_upd + 0,
+        'ops_hot_schema', n_hot + 0, 'ops_hotspot', n_spot + 0,
+        'think_count', n_think + 0, 'think_seconds', v_think_s + 0e0,
+        'began_epoch', v_began + 0e0, 'ended_epoch', v_ended + 0e0, 'pid', CONNECTION_ID(),
+        'hist_select', {hist_json_0}, 'hist_update', {hist_json_1}, 'hist_scan', {hist_json_2}
+    ) AS result;
+END
+"""
+
+
+def _hist_json(kind: int) -> str:
+    """{"idx": count, ...} of one op type, as a JSON value (not a quoted string)."""
+    return (
+        "JSON_EXTRACT(COALESCE((SELECT CONCAT('{', GROUP_CONCAT(CONCAT('\"', idx, '\": ', n)"
+        f" ORDER BY idx SEPARATOR ', '), '}}') FROM {HIST_TABLE} WHERE kind = {kind}),"
+        " '{}'), '$')"
+    )
+
+
+def _set_list(columns: tuple[str, ...]) -> str:
+    return ", ".join(f"{ident(c)} = CONCAT(v_new, SUBSTRING({ident(c)}, 17))" for c in columns)
+
+
+def bucket_code(indent: int = 0) -> str:
+    """The histogram bucket of v_us into v_idx (the formula of openslob.histogram)."""
+    code = _BUCKET.format(linear=LINEAR_LIMIT, sub=SUB_BUCKETS, sub2=2 * SUB_BUCKETS, slots=SLOTS)
+    return textwrap.indent(code.strip("\n"), " " * indent)
+
+
+def procedure_ddl(schema: str, hot_schema: str = "user1") -> str:
+    """CREATE PROCEDURE `userN`.slob_work for one schema (drop it first)."""
+    return _TEMPLATE.format(
+        proc=ident(schema, PROCEDURE),
+        cf1=ident(schema, "cf1"),
+        cf2=ident(schema, "cf2"),
+        hot_cf1=ident(hot_schema, "cf1"),
+        hot_cf2=ident(hot_schema, "cf2"),
+        hist=HIST_TABLE,
+        heavy_set=_set_list(PAD_COLUMNS),
+        lite_set=_set_list(LITE_COLUMNS),
+        rand=_RAND,
+        bucket=bucket_code(indent=12),
+        hist_json_0=_hist_json(0),
+        hist_json_1=_hist_json(1),
+        hist_json_2=_hist_json(2),
+    )
+
+
+def bucket_function_ddl() -> str:
+    """`openslob`.slob_bucket(us): the loop's bucket code as a function, for tests."""
+    return (
+        f"CREATE FUNCTION {ident(META_DB, BUCKET_FUNCTION)}(v_us BIGINT) RETURNS INT"
+        " DETERMINISTIC NO SQL BEGIN DECLARE v_e, v_idx INT;\n"
+        f"{bucket_code()}\nRETURN v_idx; END"
+    )
+
+
+def install_procedures(conn: pymysql.connections.Connection, schemas: list[str]) -> None:
+    """(Re)create the work procedure of every schema and the bucket function."""
+    with conn.cursor() as cur:
+        for schema in schemas:
+            cur.execute(f"DROP PROCEDURE IF EXISTS {ident(schema, PROCEDURE)}")
+            cur.execute(procedure_ddl(schema))
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS {ident(META_DB)}")
+        cur.execute(f"DROP FUNCTION IF EXISTS {ident(META_DB, BUCKET_FUNCTION)}")
+        cur.execute(bucket_function_ddl())
+
+
+def call_statement(schema: str) -> str:
+    """The work CALL; one %s parameter: the JSON conf."""
+    return f"CALL {ident(schema, PROCEDURE)}(%s)"
+
+
+# Session settings of a work session: SLOB reads one block at a time through the index.
+SESSION_SETTINGS = (
+    # Multi-range read would sort the row fetches by primary key and batch them: not
+    # SLOB's one random single-block read per row. (Off by default in MariaDB; made sure.)
+    "SET SESSION optimizer_switch = 'mrr=off,mrr_sort_keys=off'",
+    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+    "SET SESSION time_zone = '+00:00'",
+    "SET SESSION autocommit = 1",
+)

@@ -1,0 +1,662 @@
+"""A private MariaDB server (Debian's mariadbd) for openslob, one per InnoDB page size.
+
+InnoDB fixes its page size when the data directory is created, so every page size gets its
+own instance directory I = DATA_DIR/mariadb-<size> (e.g. mariadb-16k). Every directory below
+is created by the tool:
+
+    I/instance.json   profile, page size, port, TCP flag, socket dir, service user (no secrets)
+    I/my.cnf          the server's only option file, rewritten at every start (0644)
+    I/password        generated TCP password, mode 0600 (only with TCP)
+    I/data/           datadir, owned by the server user, 0700
+    I/run/            Unix socket and pid file, owned by the server user, 0700
+    I/log/            error log (mariadbd.err), owned by the server user, 0700
+
+As root, mariadbd runs as the unprivileged user `openslob`. Over the socket the client logs
+in as its own OS user through unix_socket authentication (the kernel vouches for the peer;
+mariadb-install-db creates root@localhost and the socket user that way): no password exists.
+With TCP (127.0.0.1 only, skip-name-resolve so loopback never matches 'localhost'), the
+account openslob@127.0.0.1 gets a generated password; only its hash is sent to the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pymysql
+
+from openslob.errors import ConfigError, ServerError
+from openslob.servers import fsperm
+from openslob.servers.embedded import default_data_dir
+from openslob.servers.profiles import large_shared_buffers_mb
+
+MARIADBD = Path(os.environ.get("SLOB_MARIADBD", "/usr/sbin/mariadbd"))
+INSTALL_DB = Path(os.environ.get("SLOB_MARIADB_INSTALL_DB", "/usr/bin/mariadb-install-db"))
+DEBIAN_PACKAGE = "mariadb-server"
+SERVICE_USER = os.environ.get("SLOB_SERVER_USER", "openslob")
+TCP_USER = "openslob"
+DEFAULT_PORT = 3306
+DEFAULT_MAX_CONNECTIONS = 100
+MAX_SOCKET_PATH = 107  # sun_path is 108 bytes on Linux, including the terminating NUL
+START_TIMEOUT_S = 120
+STOP_TIMEOUT_S = 120
+
+PAGE_SIZES = {"4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536}
+PROFILES = ("pio", "lio", "redo")
+
+# The pio buffer pool: 1024 pages plus 8 per connection (the pages one session may pin at once:
+# secondary-index descent, clustered-index descent, undo, slack), rounded up to whole MiB.
+# At 16k and 100 connections: 16 MiB + 12.5 MiB = 29 MiB; at 4k: 8 MiB. In pages it does not
+# depend on the page size, so the data set is the same multiple of the cache at every size
+# (the default 4 x 8192 rows is ~9x larger).
+PIO_BASE_PAGES = 1024
+PIO_PAGES_PER_CONNECTION = 8
+
+
+def parse_page_size(text: str | int) -> str:
+    """'16k', '16K', 16384 or '16384' -> '16k'; anything else is a one-line ConfigError."""
+    raw = str(text).strip().lower()
+    if raw in PAGE_SIZES:
+        return raw
+    for name, size in PAGE_SIZES.items():
+        if raw == str(size):
+            return name
+    allowed = ", ".join(PAGE_SIZES)
+    raise ConfigError(f"page_size={text} is not an InnoDB page size (allowed: {allowed})")
+
+
+def pio_buffer_pool_mb(page_size: str, max_connections: int) -> int:
+    pages = PIO_BASE_PAGES + PIO_PAGES_PER_CONNECTION * max_connections
+    return -(-pages * PAGE_SIZES[page_size] // (1 << 20))
+
+
+# What each profile sets, and why. Every profile keeps full durability.
+_COMMON: dict[str, str] = {
+    # No OS page cache between InnoDB and the device: a buffer pool miss is a device read.
+    "innodb_flush_method": "O_DIRECT",
+    # Durable commits: one redo write + fsync per COMMIT, like synchronous_commit=on.
+    "innodb_flush_log_at_trx_commit": "1",
+    # On (the default) and left visible: every page InnoDB flushes is written twice (once to
+    # the doublewrite buffer), so physical writes are ~2x pages flushed. Reports say so.
+    "innodb_doublewrite": "ON",
+    # SLOB reads one block at a time: no linear or random read-ahead.
+    "innodb_read_ahead_threshold": "0",
+    "innodb_random_read_ahead": "OFF",
+    # Secondary-index changes go to their pages now, not to a change buffer merged later.
+    "innodb_change_buffering": "none",
+    # Index lookups must descend the B-tree (LIO), not shortcut through a hash.
+    "innodb_adaptive_hash_index": "OFF",
+    # Each flushed page is its own write: no neighbour pages written along.
+    "innodb_flush_neighbors": "0",
+    "innodb_file_per_table": "ON",
+    "innodb_log_file_size": "512M",
+    # File I/O per event (count, bytes, picoseconds) for read/write latency from the database.
+    "performance_schema": "ON",
+    "performance_schema_instrument": "'wait/io/file/innodb/%=ON'",
+    "performance_schema_consumer_global_instrumentation": "ON",
+    "performance_schema_consumer_thread_instrumentation": "ON",
+    "skip_name_resolve": "ON",
+    "skip_log_bin": "",
+    "character_set_server": "utf8mb4",
+    "default_time_zone": "'+00:00'",
+    "lc_messages": "en_US",
+}
+
+_PER_PROFILE: dict[str, dict[str, str]] = {
+    # pio: a small buffer pool (pio_buffer_pool_mb): almost every SLOBop page is a read.
+    "pio": {},
+    # lio: the data set fits in the buffer pool (40 % of RAM): measures logical reads.
+    "lio": {},
+    # redo: the pio durability settings with reads kept in memory (40 % of RAM, as the
+    # PostgreSQL redo profile) and room for redo, so commits and log flushes dominate.
+    "redo": {"innodb_log_file_size": "2G", "innodb_log_buffer_size": "64M"},
+}
+
+
+def render_my_cnf(
+    profile: str,
+    *,
+    page_size: str,
+    datadir: Path,
+    socket_path: Path,
+    pid_file: Path,
+    error_log: Path,
+    port: int,
+    tcp: bool,
+    max_connections: int,
+) -> str:
+    """The [mariadbd] option file for one profile (the server reads no other)."""
+    if profile == "pio":
+        pool = f"{pio_buffer_pool_mb(page_size, max_connections)}M"
+    else:
+        pool = f"{large_shared_buffers_mb()}M"
+    settings = {
+        "datadir": str(datadir),
+        "socket": str(socket_path),
+        "pid_file": str(pid_file),
+        "log_error": str(error_log),
+        "port": str(port),
+        **({"bind_address": "127.0.0.1"} if tcp else {"skip_networking": ""}),
+        "innodb_page_size": page_size,
+        "max_connections": str(max_connections),
+        **_COMMON,
+        **_PER_PROFILE[profile],
+        "innodb_buffer_pool_size": pool,
+    }
+    lines = [
+        f"# openslob profile '{profile}' ({page_size} pages) - written at every start; do not edit",
+        "[mariadbd]",
+    ]
+    lines += [
+        f"{k.replace('_', '-')}={v}" if v else k.replace("_", "-") for k, v in settings.items()
+    ]
+    # The client section lets `mariadb --defaults-file=I/my.cnf` reach this server.
+    lines += ["", "[client]", f"socket={socket_path}"]
+    return "\n".join(lines) + "\n"
+
+
+class Secret(str):
+    """A password that never shows in a repr (dicts, tracebacks, logs of kwargs)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "'********'"
+
+
+@dataclass
+class MariaDBState:
+    """What `slob server status` reports for a MariaDB instance."""
+
+    state: str  # "running" | "stopped" | "absent"
+    data_dir: str
+    page_size: str
+    profile: str | None = None
+    version: str | None = None
+    pid: int | None = None
+    socket: str | None = None
+    tcp_port: int | None = None
+    service_user: str | None = None
+    uri: str | None = None
+    settings: dict[str, str] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+REPORTED_SETTINGS = (
+    "version",
+    "innodb_page_size",
+    "innodb_buffer_pool_size",
+    "innodb_flush_method",
+    "innodb_flush_log_at_trx_commit",
+    "innodb_doublewrite",
+    "innodb_read_ahead_threshold",
+    "innodb_random_read_ahead",
+    "innodb_change_buffering",
+    "innodb_adaptive_hash_index",
+    "innodb_flush_neighbors",
+    "innodb_log_file_size",
+    "innodb_log_buffer_size",
+    "performance_schema",
+    "max_connections",
+    "datadir",
+    "socket",
+    "port",
+    "skip_networking",
+)
+
+
+def _alive(pid: int) -> bool:
+    """Running and not a zombie (the container's init may never reap an orphaned server)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] not in ("Z", "X")
+
+
+class EmbeddedMariaDB:
+    """One private mariadbd in DATA_DIR/mariadb-<page size>."""
+
+    def __init__(self, data_dir: Path | str | None = None, page_size: str | int = "16k") -> None:
+        self.page_size = parse_page_size(page_size)
+        self.base_dir = Path(data_dir).expanduser().absolute() if data_dir else default_data_dir()
+        self.dir = self.base_dir / f"mariadb-{self.page_size}"
+        self.datadir = self.dir / "data"
+        self.run_dir = self.dir / "run"
+        self.log_dir = self.dir / "log"
+        self.log_file = self.log_dir / "mariadbd.err"
+        self.pid_file = self.run_dir / "mariadbd.pid"
+        self.cnf = self.dir / "my.cnf"
+        self.instance_file = self.dir / "instance.json"
+        self.password_file = self.dir / "password"
+        self.as_root = os.geteuid() == 0
+
+    # ----------------------------------------------------------------- identity
+
+    def _instance(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.instance_file.read_text())
+        except FileNotFoundError:
+            return {}
+
+    def _save_instance(self, info: dict[str, Any]) -> None:
+        tmp = self.instance_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info, indent=2) + "\n")
+        tmp.chmod(0o644)
+        tmp.replace(self.instance_file)
+
+    def _service_ids(self) -> tuple[int, int] | None:
+        """uid/gid the server runs as; None when that is us already (not root)."""
+        if not self.as_root:
+            return None
+        entry = pwd.getpwnam(SERVICE_USER)
+        return entry.pw_uid, entry.pw_gid
+
+    @staticmethod
+    def client_user() -> str:
+        """The account unix_socket authentication maps us to: our OS user name."""
+        return pwd.getpwuid(os.geteuid()).pw_name
+
+    @property
+    def socket_path(self) -> Path:
+        return Path(self._instance().get("socket") or self.run_dir / "mariadb.sock")
+
+    def _require_binaries(self) -> None:
+        for binary in (MARIADBD, INSTALL_DB):
+            if not binary.exists():
+                raise ServerError(
+                    f"{binary} not found: install the Debian package {DEBIAN_PACKAGE} "
+                    f"(apt-get install {DEBIAN_PACKAGE}); the service it enables is not needed"
+                )
+
+    def server_version(self) -> str:
+        out = subprocess.run([str(MARIADBD), "--version"], capture_output=True, text=True)
+        # "/usr/sbin/mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu ..."
+        words = out.stdout.split()
+        return words[words.index("Ver") + 1] if "Ver" in words else out.stdout.strip()
+
+    # ---------------------------------------------------------------- preparing
+
+    def _prepare_directories(self) -> None:
+        ids = self._service_ids()
+        created = fsperm.make_dirs(self.base_dir, mode=0o700 if not ids else 0o750)
+        if ids and created:
+            # Root owns the data dir; the server user's group may traverse it, nobody else.
+            os.chown(self.base_dir, 0, ids[1])
+            self.base_dir.chmod(0o750)
+        if not self.dir.exists():
+            self.dir.mkdir(mode=0o750)
+            if ids:
+                os.chown(self.dir, 0, ids[1])
+            self.dir.chmod(0o750 if ids else 0o700)
+        if ids:
+            fsperm.require_traversable(self.dir, SERVICE_USER)
+        for sub in (self.datadir, self.run_dir, self.log_dir):
+            if not sub.exists():
+                sub.mkdir(mode=0o700)
+            if ids:
+                os.chown(sub, *ids)
+            sub.chmod(0o700)
+
+    def _choose_socket(self) -> Path:
+        """I/run/mariadb.sock, unless that path exceeds the kernel's sun_path limit."""
+        preferred = self.run_dir / "mariadb.sock"
+        if len(str(preferred)) <= MAX_SOCKET_PATH:
+            return preferred
+        short = Path("/tmp") / f"openslob-my-{secrets.token_hex(4)}"
+        short.mkdir(mode=0o700)
+        if ids := self._service_ids():
+            os.chown(short, *ids)
+        return short / "mariadb.sock"
+
+    def _run_as_server_user(
+        self, args: list[str], timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
+        ids = self._service_ids()
+        kwargs: dict[str, Any] = {}
+        if ids:
+            kwargs = {"user": ids[0], "group": ids[1], "extra_groups": []}
+        try:
+            return subprocess.run(
+                args,
+                cwd=self.dir,
+                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C", "TZ": "UTC"},
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+                **kwargs,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ServerError(
+                f"{Path(args[0]).name} did not finish within {timeout:.0f} s"
+            ) from exc
+
+    def _install_db(self) -> None:
+        """mariadb-install-db once, with the page size (fixed for the datadir's lifetime)."""
+        if (self.datadir / "mysql").is_dir():
+            return
+        proc = self._run_as_server_user(
+            [
+                str(INSTALL_DB),
+                f"--defaults-file={self.cnf}",
+                "--skip-test-db",
+                "--auth-root-authentication-method=socket",
+                f"--auth-root-socket-user={self.client_user()}",
+            ]
+        )
+        if proc.returncode != 0:
+            shutil.rmtree(self.datadir, ignore_errors=True)
+            detail = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+            errors = [ln for ln in detail if "ERROR" in ln] or detail or ["no output"]
+            raise ServerError(f"mariadb-install-db failed: {errors[-1].strip()}")
+
+    # ------------------------------------------------------------ start and stop
+
+    def start(
+        self,
+        profile: str | None = None,
+        *,
+        tcp: bool | None = None,
+        port: int | None = None,
+        max_connections: int | None = None,
+    ) -> MariaDBState:
+        """Start (or keep running) the server. Idempotent; restarts only to change settings.
+
+        Arguments left as None keep what the instance had (or the defaults for a new one).
+        """
+        if profile is not None and profile not in PROFILES:
+            raise ConfigError(
+                f"profile={profile} is not a known profile (allowed: {', '.join(PROFILES)})"
+            )
+        self._require_binaries()
+        if self.as_root:
+            fsperm.ensure_service_user(SERVICE_USER)
+        self._prepare_directories()
+        info = self._instance()
+        wanted_tcp = bool(info.get("tcp", False)) if tcp is None else tcp
+        wanted = {
+            "profile": profile or info.get("profile", "pio"),
+            "tcp": wanted_tcp,
+            "port": port or info.get("port") or self._pick_port(wanted_tcp),
+            "max_connections": max_connections
+            or info.get("max_connections", DEFAULT_MAX_CONNECTIONS),
+            "page_size": self.page_size,
+        }
+        running = self._running_pid()
+        if running and {k: info.get(k) for k in wanted} == wanted:
+            return self.status()
+        if running:
+            self.stop()
+        self.kill_orphans()
+        socket_path = self._choose_socket()
+        info.update(wanted, socket=str(socket_path), service_user=self._user_name())
+        self._write_cnf(wanted, socket_path)
+        self._save_instance(info)
+        self._install_db()
+        self._launch()
+        self._after_start(wanted["tcp"])
+        return self.status()
+
+    def _write_cnf(self, wanted: dict[str, Any], socket_path: Path) -> None:
+        text = render_my_cnf(
+            wanted["profile"],
+            page_size=self.page_size,
+            datadir=self.datadir,
+            socket_path=socket_path,
+            pid_file=self.pid_file,
+            error_log=self.log_file,
+            port=wanted["port"],
+            tcp=wanted["tcp"],
+            max_connections=wanted["max_connections"],
+        )
+        tmp = self.cnf.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.chmod(0o644)  # mariadbd ignores a world-writable option file
+        tmp.replace(self.cnf)
+
+    def _launch(self) -> None:
+        """mariadbd in a session of its own, detached (it outlives this process)."""
+        ids = self._service_ids()
+        kwargs: dict[str, Any] = (
+            {"user": ids[0], "group": ids[1], "extra_groups": []} if ids else {}
+        )
+        self.pid_file.unlink(missing_ok=True)
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            [str(MARIADBD), f"--defaults-file={self.cnf}"],
+            cwd=self.dir,
+            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C", "TZ": "UTC"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            **kwargs,
+        )
+        while time.monotonic() - started < START_TIMEOUT_S:
+            if proc.poll() is not None:
+                raise ServerError(
+                    f"mariadbd did not start: {self._log_tail()} (log: {self.log_file})"
+                )
+            if self._ping():
+                return
+            time.sleep(0.1)
+        with contextlib.suppress(OSError):
+            proc.kill()
+        raise ServerError(
+            f"mariadbd did not accept connections within {START_TIMEOUT_S} s: "
+            f"{self._log_tail()} (log: {self.log_file})"
+        )
+
+    def _ping(self) -> bool:
+        try:
+            pymysql.connect(**self.admin_kwargs(), connect_timeout=2).close()
+        except pymysql.err.OperationalError:
+            return False
+        return True
+
+    def _after_start(self, tcp: bool) -> None:
+        """The TCP account, from the 0600 password file; only its hash reaches the server."""
+        if not tcp:
+            return
+        password = self._password()
+        digest = hashlib.sha1(hashlib.sha1(password.encode()).digest()).hexdigest().upper()
+        with self.admin_connection() as conn, conn.cursor() as cur:
+            cur.execute(
+                f"CREATE USER IF NOT EXISTS '{TCP_USER}'@'127.0.0.1'"
+                f" IDENTIFIED BY PASSWORD '*{digest}'"
+            )
+            cur.execute(f"ALTER USER '{TCP_USER}'@'127.0.0.1' IDENTIFIED BY PASSWORD '*{digest}'")
+            cur.execute(f"GRANT ALL PRIVILEGES ON *.* TO '{TCP_USER}'@'127.0.0.1'")
+
+    def _password(self) -> Secret:
+        if self.password_file.exists():
+            return Secret(self.password_file.read_text().strip())
+        password = secrets.token_urlsafe(24)
+        fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(password + "\n")
+        return Secret(password)
+
+    def _user_name(self) -> str:
+        return SERVICE_USER if self.as_root else self.client_user()
+
+    def _pick_port(self, tcp: bool) -> int:
+        if not tcp:
+            return DEFAULT_PORT  # skip-networking: nothing listens, no clash possible
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", DEFAULT_PORT))
+                return DEFAULT_PORT
+            except OSError:
+                pass
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+
+    def stop(self, *, timeout: float = STOP_TIMEOUT_S) -> bool:
+        """Clean shutdown (SIGTERM; SIGKILL if it hangs). False when it was not running."""
+        pid = self._running_pid()
+        if pid is None:
+            self.kill_orphans()
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.kill_orphans()
+        return True
+
+    def destroy(self) -> None:
+        """Stop the server and delete everything the tool created for this page size."""
+        self.stop()
+        sock = self._instance().get("socket")
+        if sock and Path(sock).parent.parent == Path("/tmp"):
+            shutil.rmtree(Path(sock).parent, ignore_errors=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.base_dir.rmdir()  # only if empty: never remove what others put there
+
+    # -------------------------------------------------------- liveness and recovery
+
+    def _running_pid(self) -> int | None:
+        """mariadbd's pid when it is alive and really serves our datadir."""
+        try:
+            pid = int(self.pid_file.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if _alive(pid) and self._serves_us(pid) else None
+
+    def _serves_us(self, pid: int) -> bool:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return False
+        return f"--defaults-file={self.cnf}".encode() in cmdline
+
+    def kill_orphans(self) -> None:
+        """Kill a mariadbd started with our option file that the pid file no longer names
+        (a crash between start and pid file, or a pid file deleted by hand)."""
+        if self._running_pid():
+            return
+        marker = f"--defaults-file={self.cnf}".encode()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if marker in (entry / "cmdline").read_bytes().split(b"\0"):
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, ValueError):
+                continue
+
+    def _log_tail(self) -> str:
+        try:
+            lines = [ln for ln in self.log_file.read_text().splitlines() if ln.strip()]
+        except OSError:
+            return "no server log"
+        errors = [ln for ln in lines if "[ERROR]" in ln]
+        return (errors or lines or ["empty server log"])[-1].strip()
+
+    # ---------------------------------------------------------------- reaching it
+
+    def admin_kwargs(self, database: str | None = None) -> dict[str, Any]:
+        """pymysql.connect kwargs over the private socket (unix_socket auth, no password)."""
+        kwargs: dict[str, Any] = {
+            "unix_socket": str(self.socket_path),
+            "user": self.client_user(),
+            "autocommit": True,
+            "charset": "utf8mb4",
+        }
+        if database:
+            kwargs["database"] = database
+        return kwargs
+
+    def connect_kwargs(self, database: str | None = None) -> dict[str, Any]:
+        """pymysql.connect kwargs for work sessions: the socket, or loopback TCP with the
+        generated password (a Secret: its repr is masked, so printing the dict is safe)."""
+        info = self._instance()
+        if not info.get("tcp"):
+            return self.admin_kwargs(database)
+        kwargs: dict[str, Any] = {
+            "host": "127.0.0.1",
+            "port": int(info["port"]),
+            "user": TCP_USER,
+            "password": self._password(),
+            "autocommit": True,
+            "charset": "utf8mb4",
+        }
+        if database:
+            kwargs["database"] = database
+        return kwargs
+
+    def conninfo(self) -> str:
+        """A URI naming the target, without any password (for results and status)."""
+        info = self._instance()
+        if info.get("tcp"):
+            return f"mysql://{TCP_USER}@127.0.0.1:{info['port']}/"
+        return f"mysql://{self.client_user()}@localhost/?unix_socket={self.socket_path}"
+
+    @contextlib.contextmanager
+    def admin_connection(self, database: str | None = None):
+        conn = pymysql.connect(**self.admin_kwargs(database), connect_timeout=10)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def status(self) -> MariaDBState:
+        info = self._instance()
+        if not (self.datadir / "mysql").is_dir():
+            return MariaDBState(state="absent", data_dir=str(self.dir), page_size=self.page_size)
+        pid = self._running_pid()
+        state = MariaDBState(
+            state="running" if pid else "stopped",
+            data_dir=str(self.dir),
+            page_size=self.page_size,
+            profile=info.get("profile"),
+            pid=pid,
+            socket=str(self.socket_path),
+            tcp_port=info.get("port") if info.get("tcp") else None,
+            service_user=info.get("service_user"),
+        )
+        if not pid:
+            state.version = self.server_version()
+            return state
+        state.uri = self.conninfo()
+        with self.admin_connection() as conn, conn.cursor() as cur:
+            placeholders = ", ".join(["%s"] * len(REPORTED_SETTINGS))
+            cur.execute(
+                "SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE"
+                " FROM information_schema.GLOBAL_VARIABLES"
+                f" WHERE VARIABLE_NAME IN ({placeholders})",
+                [s.upper() for s in REPORTED_SETTINGS],
+            )
+            settings = {name: str(value) for name, value in cur.fetchall()}
+        state.version = settings.get("version")
+        # The page size as the server reports it (bytes), next to the name we asked for.
+        served = int(settings.get("innodb_page_size", 0))
+        if served != PAGE_SIZES[self.page_size]:
+            raise ServerError(
+                f"{self.dir} serves innodb_page_size={served}, not {self.page_size}: "
+                "the data directory was created with another page size"
+            )
+        state.settings = settings
+        return state

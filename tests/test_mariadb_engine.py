@@ -1,0 +1,223 @@
+"""The MariaDB engine against a real private mariadbd (16k pages, pio profile); no mocks."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from collections.abc import Iterator
+
+import pymysql
+import pytest
+
+from openslob.engines.mariadb import stats
+from openslob.engines.mariadb.engine import MariaDBEngine
+from openslob.engines.mariadb.layout import layout_for
+from openslob.engines.mariadb.runner import QUERY_INTERRUPTED, MariaDBRunBackend
+from openslob.histogram import SLOTS, Histogram, bucket_index
+from openslob.options import Config, resolve
+from openslob.run import loop_conf
+from openslob.servers.mariadb import MARIADBD, EmbeddedMariaDB
+from tests.conftest import make_base_dir
+
+pytestmark = pytest.mark.skipif(not MARIADBD.exists(), reason="mariadb-server not installed")
+
+# 2 schemas x 4096 rows = 2 x 2048 leaf pages of 16 KiB = 64 MiB against a 29 MiB buffer pool.
+SETTINGS = {"SCHEMAS": "2", "SCALE": "4096", "SCAN_TABLE_SZ": "16", "LOAD_PARALLEL_DEGREE": "2"}
+
+
+def config(**flags: str) -> Config:
+    return resolve({**SETTINGS, **flags}, None)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[EmbeddedMariaDB]:
+    base = make_base_dir("openslob-mariadb-")
+    srv = EmbeddedMariaDB(base / "data", "16k")
+    srv.start("pio")
+    yield srv
+    srv.destroy()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def engine(server: EmbeddedMariaDB) -> MariaDBEngine:
+    eng = MariaDBEngine(server.connect_kwargs())
+    eng.setup(config())
+    return eng
+
+
+@pytest.fixture()
+def conn(server: EmbeddedMariaDB) -> Iterator[pymysql.connections.Connection]:
+    connection = pymysql.connect(**server.connect_kwargs())
+    yield connection
+    connection.close()
+
+
+def _measured(engine: MariaDBEngine, name: str) -> list:
+    return [c for c in engine.verify(config()).checks if c.name == name]
+
+
+def test_setup_lays_out_two_rows_per_16k_leaf_page(engine: MariaDBEngine) -> None:
+    layout = layout_for(16384)
+    assert (layout.pad, layout.record_bytes, layout.rows_per_page) == (421, 8071, 2)
+    result = engine.verify(config())
+    assert result.ok, [c for c in result.checks if not c.ok]
+    per_page = [c for c in result.checks if c.name == "cf1 rows per leaf page"]
+    assert len(per_page) == 2
+    for check in per_page:
+        # "2.000 mean over 2049 leaf pages, max 2": measured by the server, not assumed.
+        mean = float(check.measured.split()[0])
+        assert check.measured.endswith("max 2")
+        assert 1.99 <= mean <= 2.0
+    record = [c for c in result.checks if c.name == "cf1 record bytes on page"]
+    assert all(c.measured == pytest.approx(layout.record_bytes, abs=16) for c in record)
+
+
+def test_setup_is_idempotent(engine: MariaDBEngine) -> None:
+    assert engine.bytes_to_load(config()) == 0
+    again = engine.setup(config())
+    assert {t.action for t in again.tables} == {"valid"}
+    # A changed parameter reloads only what it affects.
+    assert engine.bytes_to_load(config(SCAN_TABLE_SZ="32")) == 2 * 16 * 16384
+
+
+def test_describe_names_no_password(engine: MariaDBEngine) -> None:
+    described = engine.describe()
+    assert described["name"] == "mariadb"
+    assert described["settings"]["innodb_page_size"] == "16384"
+    assert described["settings"]["innodb_flush_method"] == "O_DIRECT"
+    assert "password" not in str(described).lower()
+
+
+def test_bucket_sql_formula_equals_python(engine: MariaDBEngine, conn) -> None:
+    values = [0, 1, 5, 127, 128, 129, 191, 192, 255, 256, 1000, 4095, 4096, 65_535]
+    values += [10**6, 123_456_789, 2**31 - 1, 2**37, 2**40]
+    values += [(1 << e) + d for e in range(7, 36) for d in (-1, 0, 1)]
+    with conn.cursor() as cur:
+        for value in values:
+            cur.execute("SELECT openslob.slob_bucket(%s)", [value])
+            assert cur.fetchone()[0] == bucket_index(value), value
+
+
+def _run(coro):
+    return asyncio.run(coro)
+
+
+def test_one_call_for_two_seconds_with_20_pct_updates(
+    server: EmbeddedMariaDB, engine: MariaDBEngine
+) -> None:
+    backend = MariaDBRunBackend(server.connect_kwargs(), "openslob-test-run")
+    cfg = config(UPDATE_PCT="20")
+    monitor = backend.monitor("snapshots")
+
+    async def scenario() -> tuple[dict, float]:
+        session = await backend.open_session(1, "user2")
+        try:
+            start = time.time() + 0.2
+            conf = loop_conf(
+                cfg, record=True, start_epoch=start, until_epoch=start + 2, loops=0, seed=0.5
+            )
+            begun = time.monotonic()
+            result = await backend.call(session, conf)
+            return result, time.monotonic() - begun
+        finally:
+            await backend.close(session)
+
+    before = monitor.snapshot()
+    result, elapsed = _run(scenario())
+    after = monitor.snapshot()
+    monitor.close()
+    backend.shutdown()
+
+    assert 2.0 <= elapsed < 4
+    assert result["ops"] == result["ops_select"] + result["ops_update"] + result["ops_scan"]
+    assert result["ops"] > 20
+    assert result["ops_scan"] == 0
+    assert 0.05 < result["ops_update"] / result["ops"] < 0.4  # 20 % of a few hundred ops
+    assert result["rows_selected"] == 64 * result["ops_select"]  # WORK_UNIT rows each
+    assert result["rows_updated"] == 64 * result["ops_update"]
+    assert result["ended_epoch"] - result["began_epoch"] == pytest.approx(2, abs=0.5)
+    assert isinstance(result["pid"], int)
+    for kind in ("select", "update"):
+        hist = Histogram.from_json(result[f"hist_{kind}"])
+        assert hist.count == result[f"ops_{kind}"]
+        assert all(0 <= idx < SLOTS for idx in hist.counts)
+        # A SLOBop of 64 single-block reads, or an update and its commit, takes > 50 us.
+        assert hist.percentile_us(50) > 50
+    assert result["hist_scan"] == {}
+
+    window = result["ended_epoch"] - result["began_epoch"]
+    metrics = stats.snapshot_delta(before, after, window)
+    assert metrics["pio_reads_per_s"] > 10
+    assert metrics["pio_read_mb_per_s"] > 0
+    assert 1 < metrics["db_read_latency_us"] < 1_000_000  # performance_schema, picoseconds
+    assert metrics["lio_per_s"] > metrics["pio_reads_per_s"]
+    assert metrics["wal_mb_per_s"] > 0
+    assert metrics["commits_per_s"] == pytest.approx(result["ops_update"] / window, rel=0.2)
+    assert metrics["db_time_s"] is None and metrics["wal_records_per_s"] is None
+    assert any("redo" in note for note in stats.notes(after))
+
+
+def test_kill_query_ends_a_running_call_within_seconds(
+    server: EmbeddedMariaDB, engine: MariaDBEngine
+) -> None:
+    backend = MariaDBRunBackend(server.connect_kwargs(), "openslob-test-cancel")
+    cfg = config(UPDATE_PCT="20")
+
+    async def scenario() -> tuple[BaseException | None, float, int]:
+        session = await backend.open_session(1, "user1")
+        try:
+            now = time.time()
+            conf = loop_conf(
+                cfg, record=True, start_epoch=now, until_epoch=now + 120, loops=0, seed=0.1
+            )
+            call = asyncio.create_task(backend.call(session, conf))
+            await asyncio.sleep(1)
+            assert not call.done()
+            cancelled_at = time.monotonic()
+            await backend.cancel(session)
+            error = None
+            try:
+                await asyncio.wait_for(call, timeout=10)
+            except pymysql.err.OperationalError as exc:
+                error = exc
+            took = time.monotonic() - cancelled_at
+            # The session stays usable after KILL QUERY.
+            with session.conn.cursor() as cur:
+                cur.execute("SELECT 1")
+                alive = cur.fetchone()[0]
+            return error, took, alive
+        finally:
+            await backend.close(session)
+
+    error, took, alive = _run(scenario())
+    assert error is not None and error.args[0] == QUERY_INTERRUPTED
+    assert took < 5
+    assert alive == 1
+    assert backend.terminate_leftovers() == 0
+    # A session the run forgot to close is found by its program name and killed.
+    forgotten = _run(backend.open_session(2, "user1"))
+    assert backend.terminate_leftovers() == 1
+    with pytest.raises(pymysql.err.MySQLError), forgotten.conn.cursor() as cur:
+        cur.execute("SELECT 1")
+    backend.shutdown()
+
+
+def test_verify_detects_a_damaged_table_and_setup_repairs_it(engine: MariaDBEngine, conn) -> None:
+    with conn.cursor() as cur:
+        cur.execute("DELETE FROM user2.cf1 WHERE custid = 77")
+        cur.execute("ALTER TABLE user2.cf1 DROP INDEX custid")
+    result = engine.verify(config())
+    assert not result.ok
+    failed = {(c.schema, c.name) for c in result.checks if not c.ok}
+    assert ("user2", "cf1 rows") in failed
+    assert ("user2", "cf1 custid index") in failed
+    assert ("user2", "cf1 key/pk correlation") not in failed
+    assert not any(schema == "user1" for schema, _ in failed)
+    assert engine.bytes_to_load(config()) == 2048 * 16384  # only user2.cf1 again
+    repaired = engine.setup(config())
+    actions = {(t.schema, t.table): t.action for t in repaired.tables}
+    assert actions[("user2", "cf1")] == "loaded"
+    assert actions[("user1", "cf1")] == "valid"
+    assert engine.verify(config()).ok
