@@ -62,7 +62,7 @@ def independent_percentile(run: dict[str, Any], pct: float) -> float:
 
 def test_columns_in_awr_info_order() -> None:
     assert [c.header for c in COLUMNS] == [
-        "RUN", "SWEEP", "SESSIONS", "UPDATE_PCT", "ELAPSED", "DB CPU", "DB TIME",
+        "RUN", "SWEEP", "PAGE_KB", "SESSIONS", "UPDATE_PCT", "ELAPSED", "DB CPU", "DB TIME",
         "EXECUTES/s", "LIO/s", "PREADS/s", "READ_MB/s", "PWRITES/s", "WRITE_MB/s",
         "REDO_MB/s", "DB_READ_US", "DEV_READ_US", "WAL_SYNC_US", "OP_P50_US", "OP_P99_US",
         "STATUS", "TOP_WAIT",
@@ -77,6 +77,7 @@ def test_every_column_from_a_known_run() -> None:
     assert row == {
         "run": MIXED.name,
         "sweep": None,
+        "page_kib": int(run["engine"]["settings"]["block_size"]) / 1024,  # 8 KiB on PostgreSQL
         "sessions": len(run["sessions"]),
         "update_pct": 20,
         "elapsed_s": run["window"]["seconds"],

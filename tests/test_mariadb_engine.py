@@ -159,18 +159,22 @@ def test_one_call_for_two_seconds_with_20_pct_updates(
     assert any("redo" in note for note in stats.notes(after))
 
 
+@pytest.mark.parametrize("where", ["in the loop", "in the start barrier", "in think time"])
 def test_kill_query_ends_a_running_call_within_seconds(
-    server: EmbeddedMariaDB, engine: MariaDBEngine
+    server: EmbeddedMariaDB, engine: MariaDBEngine, where: str
 ) -> None:
+    """Wherever the CALL is, a kill ends it: SLEEP() alone would just return 1 and go on."""
     backend = MariaDBRunBackend(server.connect_kwargs(), "openslob-test-cancel")
-    cfg = config(UPDATE_PCT="20")
+    think = {"THINK_TM_FREQUENCY": "1", "THINK_TM_MIN": "30", "THINK_TM_MAX": "30"}
+    cfg = config(UPDATE_PCT="20", **(think if where == "in think time" else {}))
 
     async def scenario() -> tuple[BaseException | None, float, int]:
         session = await backend.open_session(1, "user1")
         try:
             now = time.time()
+            start = now + 60 if where == "in the start barrier" else now
             conf = loop_conf(
-                cfg, record=True, start_epoch=now, until_epoch=now + 120, loops=0, seed=0.1
+                cfg, record=True, start_epoch=start, until_epoch=now + 120, loops=0, seed=0.1
             )
             call = asyncio.create_task(backend.call(session, conf))
             await asyncio.sleep(1)

@@ -109,9 +109,17 @@ def op_percentile_us(run: Mapping[str, Any], pct: float) -> float | None:
     return None if hist is None else hist.percentile_us(pct)
 
 
+def _page_kib(ref: RunRef) -> float | None:
+    """The database page size the run's engine reported (InnoDB's is chosen per data dir)."""
+    settings = dig(ref.run, "engine", "settings") or {}
+    size = settings.get("innodb_page_size") or settings.get("block_size")
+    return None if not size else int(size) / 1024
+
+
 COLUMNS: list[Column] = [
     Column("run", "RUN", "", lambda ref: ref.name),
     Column("sweep", "SWEEP", "", lambda ref: ref.sweep, missing="-"),
+    Column("page_kib", "PAGE_KB", "KiB", _page_kib, 0, missing="-"),
     Column("sessions", "SESSIONS", "sessions", _sessions, 0),
     Column("update_pct", "UPDATE_PCT", "%", lambda ref: dig(ref.run, "config", "UPDATE_PCT"), 0),
     Column("elapsed_s", "ELAPSED", "s", lambda ref: dig(ref.run, "window", "seconds"), 1),

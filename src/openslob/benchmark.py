@@ -12,13 +12,10 @@ from typing import Any
 
 from openslob import host
 from openslob.calibrate import CalibrationError, compare, require_fio, run_fio
-from openslob.engines.base import ProgressCallback, SetupResult
-from openslob.engines.postgres.dataset import DatasetLoader, wanted_tables
-from openslob.engines.postgres.engine import PostgresEngine
-from openslob.engines.postgres.runner import PostgresRunBackend
-from openslob.engines.postgres.workload import install_procedures
+from openslob.engines import registry
+from openslob.engines.base import Engine, ProgressCallback, SetupResult
 from openslob.errors import ConfigError, SetupError
-from openslob.options import BLOCK_SIZE, Config
+from openslob.options import Config
 from openslob.report.text import render_text
 from openslob.results import InstanceInfo, build_run_json, run_directory, write_run
 from openslob.run import (
@@ -56,22 +53,23 @@ def ensure_capacity(target: Target, sessions: int, notice: Notice) -> None:
 
 
 def setup_dataset(
-    engine: PostgresEngine,
+    engine: Engine,
     target: Target,
     config: Config,
     notice: Notice = lambda _msg: None,
     progress: ProgressCallback | None = None,
 ) -> SetupResult:
-    """engine.setup; a large load into the private server runs with buffered I/O, after
+    """engine.setup; a large load into the private PostgreSQL runs with buffered I/O, after
     which the server is back in its test profile (EmbeddedServer.buffered_for_load)."""
-    if target.server is None or engine.bytes_to_load(config) < LOAD_RESTART_MIN_BYTES:
+    buffered = getattr(target.server, "buffered_for_load", None)
+    if buffered is None or engine.bytes_to_load(config) < LOAD_RESTART_MIN_BYTES:
         return engine.setup(config, progress)
-    with target.server.buffered_for_load(notice):
+    with buffered(notice):
         return engine.setup(config, progress)
 
 
 def ensure_data(
-    engine: PostgresEngine,
+    engine: Engine,
     target: Target,
     config: Config,
     schemas: list[str],
@@ -79,30 +77,21 @@ def ensure_data(
     setup_progress: ProgressCallback | None,
 ) -> None:
     """Use the data set as loaded; create the default one only when there is none at all."""
-    loader = DatasetLoader(engine.conninfo)
-    scan_rows = config["SCAN_TABLE_SZ"]
-    specs = [
-        s
-        for s in wanted_tables(config["SCHEMAS"], config["SCALE"], scan_rows, config["SEED"])
-        if s.schema in schemas
-    ]
-    if not config["SCAN_PCT"]:
-        specs = [s for s in specs if s.table == "cf1"]
-    todo, _ = loader.plan(specs)
+    todo = engine.missing_tables(config, schemas)
     if not todo:
         return
-    if not loader.existing_schemas():
-        size_mb = config["SCHEMAS"] * (config["SCALE"] + scan_rows) * BLOCK_SIZE / 2**20
+    if not engine.has_data():
+        size_mb = engine.bytes_to_load(config) / 2**20
         notice(
             f"no SLOB data set yet: creating {config['SCHEMAS']} schemas x "
             f"{config['SCALE']:,} rows ({size_mb:,.0f} MB) first"
         )
         setup_dataset(engine, target, config, notice, setup_progress)
         return
-    names = ", ".join(f"{s.schema}.{s.table}" for s in todo[:4])
+    names = ", ".join(todo[:4])
     raise SetupError(
         f"the data set does not match this run ({names}{' ...' if len(todo) > 4 else ''} "
-        f"not loaded with SCALE={config['SCALE']}, SCAN_TABLE_SZ={scan_rows}, "
+        f"not loaded with SCALE={config['SCALE']}, SCAN_TABLE_SZ={config['SCAN_TABLE_SZ']}, "
         f"SEED={config['SEED']}); run `slob setup` with the same parameters first"
     )
 
@@ -114,7 +103,7 @@ _NO_HOST = ("hostname", "cpus", "cpu_model", "memory_bytes", "kernel", "os")
 
 
 def _server_host(
-    backend: PostgresRunBackend, settings: dict[str, str]
+    backend: Any, settings: dict[str, str]
 ) -> tuple[list[str], dict[str, Any], str | None]:
     """Devices and host description of a server on another host, read through the database;
     nulls and the reason when the role may not read its files."""
@@ -135,15 +124,18 @@ def _server_host(
 
 
 def local_server(target: Target, settings: dict[str, str]) -> tuple[str | None, int | None]:
-    """(data directory, postmaster pid) when the server runs on this host, else (None, None)."""
+    """(data directory, server pid) when the server runs on this host, else (None, None)."""
     if target.server is not None:
         state = target.server.status()
-        return str(target.server.pgdata), state.pid
-    data_dir = settings.get("data_directory")
+        data_dir = getattr(target.server, "pgdata", None) or target.server.datadir
+        return str(data_dir), state.pid
+    # PostgreSQL: data_directory and its postmaster.pid; MariaDB: datadir and pid_file
+    data_dir = settings.get("data_directory") or settings.get("datadir")
     if not data_dir:
         return None, None
+    pid_file = settings.get("pid_file") or str(Path(data_dir, "postmaster.pid"))
     try:
-        pid = int(Path(data_dir, "postmaster.pid").read_text().split()[0])
+        pid = int(Path(data_dir, pid_file).read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None, None
     if not host.pid_alive(pid):
@@ -156,7 +148,7 @@ class PreparedInstance:
     """One instance made ready for runs: server up, capacity, data checked, procedures in."""
 
     target: Target
-    engine: PostgresEngine
+    engine: Engine
     description: dict[str, Any]
 
 
@@ -207,7 +199,7 @@ def prepare(
             if c["HOT_SCHEMA_FREQUENCY"]:
                 schemas[k].add("user1")
     sessions = max_sessions or max(len(session_schemas(c)) for c in configs)
-    engines = [PostgresEngine(t.conninfo) for t in targets]
+    engines = [registry.engine_for(t) for t in targets]
     if count > 1:
         _refuse_same_database(targets, engines)
 
@@ -218,14 +210,13 @@ def prepare(
         description = engine.describe()
         names = sorted(schemas[k], key=lambda n: (len(n), n))
         ensure_data(engine, resolved, config, names, say, setup_progress if count == 1 else None)
-        with engine._connect() as conn:
-            install_procedures(conn, names)
+        engine.install_procedures(names)
         return PreparedInstance(resolved, engine, description)
 
     return Prepared(parallel(one, list(range(count))))
 
 
-def _refuse_same_database(targets: list[Target], engines: list[PostgresEngine]) -> None:
+def _refuse_same_database(targets: list[Target], engines: list[Engine]) -> None:
     """Two targets reaching the same database would run one instance twice as "two"."""
     seen: dict[tuple, str] = {}
     for target, engine in zip(targets, engines, strict=True):
@@ -236,14 +227,16 @@ def _refuse_same_database(targets: list[Target], engines: list[PostgresEngine]) 
 
 
 def _run_instance(
-    prepared: PreparedInstance, application_name: str
+    prepared: PreparedInstance, application_name: str, sessions: int
 ) -> tuple[RunInstance, InstanceInfo, list[str]]:
     """How the run reaches and watches one instance, and what it knows of it up front."""
     resolved = prepared.target
-    backend = PostgresRunBackend(resolved.conninfo, application_name)
+    backend = registry.run_backend_for(resolved, application_name, sessions)
     settings = backend.settings()
     local_data_dir, server_pid = local_server(resolved, settings)
-    notes = [] if settings.get("track_io_timing") == "on" else ["track_io_timing=off"]
+    notes = []
+    if resolved.engine == registry.POSTGRESQL and settings.get("track_io_timing") != "on":
+        notes.append("track_io_timing=off")
     via_database = False
     if local_data_dir and os.environ.get(HOST_COUNTERS_ENV) != "database":
         devices = host.devices_for_path(local_data_dir)
@@ -295,7 +288,7 @@ def execute(
     run_dir.mkdir(parents=True, exist_ok=True)
     sessions = len(session_schemas(config))
     application_name = f"openslob-run {run_dir.name}"
-    parts = [_run_instance(p, application_name) for p in prepared.instances]
+    parts = [_run_instance(p, application_name, sessions) for p in prepared.instances]
     script_env = {"SLOB_RUN_DIR": str(run_dir), "SLOB_SESSIONS": str(sessions)}
     controller = RunController(
         config, [i for i, _, _ in parts], progress=progress, script_env=script_env

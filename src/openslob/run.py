@@ -80,7 +80,7 @@ class RunInstance:
     `host_key` names the host and devices behind the instance: instances with the same key
     share one device, whose counters then count once in the run's totals."""
 
-    backend: PostgresRunBackend
+    backend: Any  # PostgresRunBackend or MariaDBRunBackend (engines.registry)
     record: InstanceRecord
     devices: list[str]
     host_key: str
@@ -278,6 +278,9 @@ class WaitSampler(threading.Thread):
         self.error: str | None = None
 
     def run(self) -> None:
+        if not hasattr(self.monitor, "sample_waits"):
+            self.error = "no wait samples: this engine has no wait sampler yet"
+            return
         try:
             samples, waits = self.monitor.sample_waits(
                 self.backend.application_name, self.start_epoch, self.end_epoch, WAIT_SAMPLE_HZ
@@ -397,9 +400,11 @@ class RunController:
             signal.signal(signal.SIGINT, previous)
             for instance in self.instances:
                 instance.record.leftover_backends = instance.backend.terminate_leftovers()
+                if hasattr(instance.backend, "shutdown"):  # its worker threads (MariaDB)
+                    instance.backend.shutdown()
         return self.record
 
-    def _backend(self, session: WorkSession) -> PostgresRunBackend:
+    def _backend(self, session: WorkSession) -> Any:
         return self.instances[self.record.sessions[session.id].instance].backend
 
     # ---------------------------------------------------------------------- signals
@@ -408,7 +413,7 @@ class RunController:
         self._interrupts += 1
         if self._interrupts >= 2:  # second Ctrl-C: tell the server, then leave at once
             for session in self.sessions:
-                PostgresRunBackend.cancel_now(session)
+                self._backend(session).cancel_now(session)
             os._exit(130)
         self._fail("interrupted", "interrupted by the user (Ctrl-C)")
 

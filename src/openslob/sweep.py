@@ -26,11 +26,13 @@ from openslob.collect import SWEEP_FILE
 from openslob.errors import ConfigError
 from openslob.options import OPTIONS_BY_NAME, Config, parse_value, resolve
 from openslob.run import ProgressFn, session_schemas
+from openslob.targets import EMBEDDED_MARIADB
 
 SCHEMA_VERSION = 1
 # Options whose values may legitimately contain commas are never split into lists.
 _NOT_LISTABLE = {"str", "path"}
 _OUTER = "UPDATE_PCT"
+_SERVER_AXIS = "PAGE_SIZE"  # a private server per value: switching back and forth costs
 _INNER = "SESSIONS"
 
 
@@ -73,12 +75,15 @@ def split_axes(
 
 
 def _ordered_axes(parsed: dict[str, list[Any]]) -> dict[str, list[Any]]:
-    """UPDATE_PCT outermost, SESSIONS innermost ascending, the rest in the order given."""
+    """PAGE_SIZE (one server and data set each) outermost, then UPDATE_PCT; SESSIONS
+    innermost ascending; the rest in the order given."""
     ordered: dict[str, list[Any]] = {}
+    if _SERVER_AXIS in parsed:
+        ordered[_SERVER_AXIS] = parsed[_SERVER_AXIS]
     if _OUTER in parsed:
         ordered[_OUTER] = parsed[_OUTER]
     for name, values in parsed.items():
-        if name not in (_OUTER, _INNER):
+        if name not in (_SERVER_AXIS, _OUTER, _INNER):
             ordered[name] = values
     if _INNER in parsed:
         ordered[_INNER] = sorted(parsed[_INNER])
@@ -229,8 +234,22 @@ def run_sweep(
     todo = [p for p in sweep["points"] if p["status"] != "complete"]
     outcome.skipped = [p["name"] for p in sweep["points"] if p["status"] == "complete"]
     if todo:
-        prepared = _prepare_once(plan, [by_name[p["name"]] for p in todo], target, data_dir, notice)
+        # One preparation per private server: a page-size axis (embedded-mariadb) means one
+        # server and data set per page size, prepared before its first point runs.
+        groups: dict[str, list[Point]] = {}
         for entry in todo:
+            point = by_name[entry["name"]]
+            groups.setdefault(_server_key(target, point), []).append(point)
+        prepared_by_key: dict[str, Prepared] = {}
+        for entry in todo:
+            key = _server_key(target, by_name[entry["name"]])
+            if key not in prepared_by_key:
+                # The previous page size's server is stopped: its background flushing and
+                # purge must not share the device with the next one's points.
+                for done in prepared_by_key.values():
+                    _stop_private_mariadb(done, notice)
+                prepared_by_key[key] = _prepare_once(plan, groups[key], target, data_dir, notice)
+            prepared = prepared_by_key[key]
             result = _run_point(
                 prepared,
                 path,
@@ -254,6 +273,20 @@ def run_sweep(
                 break
     outcome.wall_seconds = time.monotonic() - started
     return outcome
+
+
+def _stop_private_mariadb(prepared: Prepared, notice: Notice) -> None:
+    for instance in prepared.instances:
+        server = instance.target.server
+        if instance.target.engine == "mariadb" and server is not None and server.stop():
+            notice(f"stopped {instance.target.label}")
+
+
+def _server_key(target: str | list[str] | tuple[str, ...] | None, point: Point) -> str:
+    """Points with the same key run on the same servers (the page size picks the private
+    MariaDB's data directory; every other option leaves the servers as they are)."""
+    targets = [target] if isinstance(target, str) else list(target or [])
+    return str(point.config["PAGE_SIZE"]) if EMBEDDED_MARIADB in targets else ""
 
 
 def _prepare_once(

@@ -1,4 +1,5 @@
-"""Where the database is: the private embedded server, or existing PostgreSQL instances.
+"""Where the database is: a private server (PostgreSQL, or MariaDB per InnoDB page size), or
+existing PostgreSQL / MariaDB / MySQL instances.
 
 Several targets make a multi-instance run: repeated --target, or SLOB's SQLNET_SERVICE_BASE
 and SQLNET_SERVICE_MAX, which name the libpq services BASE1..BASEN (pg_service.conf).
@@ -9,17 +10,22 @@ from __future__ import annotations
 import getpass
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import psycopg
 from psycopg.conninfo import make_conninfo
 
 from openslob.errors import ConfigError
-from openslob.options import Config
 from openslob.servers.embedded import EmbeddedServer
+from openslob.servers.mariadb import EmbeddedMariaDB, Secret
 
 EMBEDDED = "embedded"
+EMBEDDED_MARIADB = "embedded-mariadb"
+MYSQL_SCHEMES = ("mysql://", "mariadb://")
 
 
 def redact(conninfo: str) -> str:
@@ -33,28 +39,64 @@ def redact(conninfo: str) -> str:
 
 @dataclass
 class Target:
-    """A resolved target: a conninfo, and the private server when it is ours."""
+    """A resolved target: its engine, how to connect, and the private server when it is ours.
+
+    conninfo is libpq's string for PostgreSQL; for MariaDB a printable URI, the connection
+    itself being connect_kwargs (pymysql.connect arguments)."""
 
     conninfo: str
-    server: EmbeddedServer | None = None
+    server: EmbeddedServer | EmbeddedMariaDB | None = None
+    engine: str = "postgresql"
+    connect_kwargs: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
+        if isinstance(self.server, EmbeddedMariaDB):
+            return f"embedded MariaDB ({self.server.page_size} pages) in {self.server.dir}"
         if self.server is not None:
             return f"embedded PostgreSQL in {self.server.data_dir}"
         return redact(self.conninfo)
 
 
-def resolve_target(target: str | None, data_dir: Path | None, *, start: bool = True) -> Target:
-    """`embedded` (the default) starts the private server if needed; anything else is libpq
-    (with its PG* variables, service files and .pgpass), plus a password prompt at a
-    terminal when the server asks for a password libpq could not find."""
+def resolve_target(
+    target: str | None, data_dir: Path | None, *, start: bool = True, page_size: str = "16k"
+) -> Target:
+    """`embedded` (the default) starts the private PostgreSQL if needed, `embedded-mariadb`
+    the private MariaDB of `page_size`; mysql:// and mariadb:// URIs are existing MariaDB or
+    MySQL servers; anything else is libpq (with its PG* variables, service files and .pgpass),
+    plus a password prompt at a terminal when the server asks for a password libpq could not
+    find."""
     if target in (None, "", EMBEDDED):
         server = EmbeddedServer(data_dir)
         if start:
             server.start()
         return Target(server.conninfo(), server)
+    if target == EMBEDDED_MARIADB:
+        maria = EmbeddedMariaDB(data_dir, page_size)
+        if start:
+            maria.start()
+        return Target(maria.conninfo(), maria, "mariadb", maria.connect_kwargs())
+    if target.startswith(MYSQL_SCHEMES):
+        return Target(redact(target), None, "mariadb", mysql_kwargs(target))
     return Target(with_prompted_password(target))
+
+
+def mysql_kwargs(uri: str) -> dict[str, Any]:
+    """pymysql.connect arguments of mysql://user:password@host:port/?unix_socket=PATH."""
+    parts = urlsplit(uri)
+    query = parse_qs(parts.query)
+    kwargs: dict[str, Any] = {"user": unquote(parts.username or "") or getpass.getuser()}
+    if parts.password:
+        kwargs["password"] = Secret(unquote(parts.password))
+    if "unix_socket" in query:
+        kwargs["unix_socket"] = query["unix_socket"][0]
+    else:
+        kwargs["host"] = parts.hostname or "localhost"
+        try:
+            kwargs["port"] = parts.port or 3306
+        except ValueError as exc:
+            raise ConfigError(f"--target {redact(uri)}: {exc}") from exc
+    return kwargs
 
 
 def _needs_password(conninfo: str) -> bool:
@@ -75,7 +117,9 @@ def with_prompted_password(conninfo: str) -> str:
     return make_conninfo(conninfo, password=password)
 
 
-def target_strings(targets: tuple[str, ...] | list[str] | str | None, config: Config) -> list[str]:
+def target_strings(
+    targets: tuple[str, ...] | list[str] | str | None, config: Mapping[str, Any]
+) -> list[str]:
     """The targets of a command: --target (repeatable), else SQLNET_SERVICE_BASE1..MAX, else
     the private server. A target named twice, or `embedded` among several, is refused."""
     if isinstance(targets, str):
@@ -92,11 +136,14 @@ def target_strings(targets: tuple[str, ...] | list[str] | str | None, config: Co
         return [f"service={base}{n}" for n in range(1, count + 1)]
     if not given:
         return [EMBEDDED]
-    if len(given) > 1 and EMBEDDED in given:
-        raise ConfigError(
-            "--target embedded cannot be combined with other targets; give each private "
-            "server's connection string instead (slob server status shows it)"
-        )
+    for private in (EMBEDDED, EMBEDDED_MARIADB):
+        if len(given) > 1 and private in given:
+            raise ConfigError(
+                f"--target {private} cannot be combined with other targets; give each private "
+                "server's connection string instead (slob server status shows it)"
+            )
+    if len({t.startswith(MYSQL_SCHEMES) or t == EMBEDDED_MARIADB for t in given}) > 1:
+        raise ConfigError("--target: the instances of one run must all be PostgreSQL or MariaDB")
     seen: set[str] = set()
     for target in given:
         if target in seen:
@@ -107,9 +154,13 @@ def target_strings(targets: tuple[str, ...] | list[str] | str | None, config: Co
 
 def resolve_targets(
     targets: tuple[str, ...] | list[str] | str | None,
-    config: Config,
+    config: Mapping[str, Any],
     data_dir: Path | None,
     *,
     start: bool = True,
 ) -> list[Target]:
-    return [resolve_target(t, data_dir, start=start) for t in target_strings(targets, config)]
+    page_size = str(config.get("PAGE_SIZE") or "16k").lower()
+    return [
+        resolve_target(t, data_dir, start=start, page_size=page_size)
+        for t in target_strings(targets, config)
+    ]

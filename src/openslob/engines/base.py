@@ -85,3 +85,24 @@ class Engine(ABC):
     @abstractmethod
     def cancel(self) -> None:
         """Cancel server-side work of this engine (from another thread, e.g. on Ctrl-C)."""
+
+    @abstractmethod
+    def missing_tables(self, config: Config, schemas: list[str]) -> list[str]:
+        """`schema.table` names of `schemas` a run with this config needs and cannot use yet
+        (absent, half loaded or loaded with other parameters)."""
+
+    @abstractmethod
+    def has_data(self) -> bool:
+        """Whether any SLOB schema exists (a first run creates the default data set)."""
+
+    @abstractmethod
+    def install_procedures(self, schemas: list[str]) -> None:
+        """(Re)create the work loop of each schema (and helpers the run needs)."""
+
+    @abstractmethod
+    def data_bytes(self, rows: int) -> int:
+        """Bytes that `rows` SLOB rows occupy on this server (pages times page size)."""
+
+    @abstractmethod
+    def identity(self) -> tuple[str, str]:
+        """(server, database): equal for two targets that reach the same data."""

@@ -211,8 +211,18 @@ def petal_points(
         if None in (pct, sessions, px, py):
             skipped.append(ref.name)
             continue
-        points.append(PetalPoint(ref.label, pct, sessions, px, py, ref.name))
+        points.append(PetalPoint(curve_label(ref), pct, sessions, px, py, ref.name))
     return points, skipped
+
+
+def curve_label(ref: RunRef) -> str:
+    """Whose curves a run belongs to: its sweep or directory, and for MariaDB its InnoDB page
+    size as the server reported it (one petal set per page size: the block-size study)."""
+    engine = ref.run.get("engine") or {}
+    page = (engine.get("settings") or {}).get("innodb_page_size")
+    if engine.get("name") != "mariadb" or not page:
+        return ref.label
+    return f"{ref.label} · {int(page) // 1024} KiB pages"
 
 
 def _pct_text(pct: float) -> str:

@@ -129,6 +129,15 @@ def _wrap(text: str, width: int, indent: int) -> list[str]:
     return [*lines, current]
 
 
+def _mariadb(run: dict[str, Any]) -> bool:
+    return (run.get("engine") or {}).get("name") == "mariadb"
+
+
+def _log(run: dict[str, Any]) -> str:
+    """The engine's name for its write-ahead log."""
+    return "Redo log" if _mariadb(run) else "WAL"
+
+
 def _load_profile(run: dict[str, Any]) -> list[str]:
     m = run["metrics"]
     ops = m.get("slobops_per_s")
@@ -142,7 +151,7 @@ def _load_profile(run: dict[str, Any]) -> list[str]:
         ("Physical read MB", m.get("pio_read_mb_per_s")),
         ("Physical writes (DB)", m.get("pio_writes_per_s")),
         ("Physical write MB", m.get("pio_write_mb_per_s")),
-        ("WAL (redo) MB", m.get("wal_mb_per_s")),
+        ("Redo log MB" if _mariadb(run) else "WAL (redo) MB", m.get("wal_mb_per_s")),
         ("WAL records", m.get("wal_records_per_s")),
         ("WAL full-page images", m.get("wal_fpi_per_s")),
         ("Commits", m.get("commits_per_s")),
@@ -196,7 +205,7 @@ def _io_profile(run: dict[str, Any]) -> list[str]:
         ["", "Reads/s", "Read MB/s", "Read us", "Writes/s", "Write MB/s", "Write us"],
         [
             [
-                "Database (pg_stat_io)",
+                "Database (performance_schema)" if _mariadb(run) else "Database (pg_stat_io)",
                 fmt(m.get("pio_reads_per_s")),
                 fmt(m.get("pio_read_mb_per_s")),
                 fmt(m.get("db_read_latency_us")),
@@ -307,17 +316,20 @@ def _int(value: float | None) -> int | None:
 def _wal(run: dict[str, Any]) -> list[str]:
     m = run["metrics"]
     commits, syncs = m.get("commits_per_s"), m.get("wal_syncs_per_s")
-    lines = section("WAL (redo) and commits")
+    lines = section("Redo log and commits" if _mariadb(run) else "WAL (redo) and commits")
     lines += table(
         ["", "Value"],
         [
             ["Commits/s", fmt(commits)],
-            ["WAL syncs/s (fsync/fdatasync)", fmt(syncs)],
-            ["Commits per WAL sync", fmt(commits / syncs if commits and syncs else None, 2)],
-            ["WAL writes/s", fmt(m.get("wal_writes_per_s"))],
-            ["WAL MB/s", fmt(m.get("wal_mb_per_s"), 2)],
+            [f"{_log(run)} syncs/s (fsync/fdatasync)", fmt(syncs)],
             [
-                "WAL bytes per commit",
+                f"Commits per {_log(run)} sync",
+                fmt(commits / syncs if commits and syncs else None, 2),
+            ],
+            [f"{_log(run)} writes/s", fmt(m.get("wal_writes_per_s"))],
+            [f"{_log(run)} MB/s", fmt(m.get("wal_mb_per_s"), 2)],
+            [
+                f"{_log(run)} bytes per commit",
                 fmt(
                     m["wal_mb_per_s"] * 2**20 / commits
                     if commits and m.get("wal_mb_per_s") is not None
@@ -325,7 +337,7 @@ def _wal(run: dict[str, Any]) -> list[str]:
                     0,
                 ),
             ],
-            ["WAL sync latency (us)", fmt(m.get("wal_sync_latency_us"))],
+            [f"{_log(run)} sync latency (us)", fmt(m.get("wal_sync_latency_us"))],
         ],
     )
     return lines
@@ -364,6 +376,8 @@ def _os(run: dict[str, Any]) -> list[str]:
 
 
 def _statements(run: dict[str, Any]) -> list[str]:
+    if _mariadb(run):
+        return []  # no per-statement I/O counters (the notes say so)
     rows = run.get("statements")
     lines = section("Top statements by time (pg_stat_statements)")
     if not rows:

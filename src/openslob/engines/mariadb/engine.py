@@ -116,3 +116,28 @@ class MariaDBEngine(Engine):
 
     def cancel(self) -> None:
         self._loader.cancel()
+
+    def missing_tables(self, config: Config, schemas: list[str]) -> list[str]:
+        specs = [s for s in _specs(config) if s.schema in schemas]
+        if not config["SCAN_PCT"]:
+            specs = [s for s in specs if s.table == "cf1"]
+        todo, _ = self._loader.plan(specs)
+        return [f"{s.schema}.{s.table}" for s in todo]
+
+    def data_bytes(self, rows: int) -> int:
+        layout = self.layout()
+        return math.ceil(rows / layout.rows_per_page) * layout.page_size
+
+    def has_data(self) -> bool:
+        return bool(self._loader.existing_schemas())
+
+    def install_procedures(self, schemas: list[str]) -> None:
+        with connect(self.connect_kwargs) as conn:
+            install_procedures(conn, schemas)
+
+    def identity(self) -> tuple[str, str]:
+        """The server (host, port, data directory): the SLOB databases are server-wide."""
+        with connect(self.connect_kwargs) as conn, conn.cursor() as cur:
+            cur.execute("SELECT @@hostname, @@port, @@datadir")
+            host, port, datadir = cur.fetchone()
+        return f"{host}:{port}:{datadir}", ""

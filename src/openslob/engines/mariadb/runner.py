@@ -183,5 +183,6 @@ RUN_SETTINGS = (
     "innodb_random_read_ahead",
     "max_connections",
     "datadir",
+    "pid_file",
     "version",
 )

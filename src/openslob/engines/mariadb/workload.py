@@ -59,6 +59,13 @@ END IF;
 # Next value of the MINSTD generator in v_rng and a uniform [0, 1) in v_u.
 _RAND = "SET v_rng = v_rng * 48271 % 2147483647; SET v_u = (v_rng - 1) / 2147483646e0;"
 
+# KILL QUERY during SLEEP() only makes SLEEP() return 1: the procedure would go on looping.
+# Raising the interruption error ends the CALL as a kill anywhere else does.
+_SLEEP = (
+    "IF SLEEP(v_pause) = 1 THEN SIGNAL SQLSTATE '70100' SET MYSQL_ERRNO = 1317, "
+    "MESSAGE_TEXT = 'Query execution was interrupted'; END IF;"
+)
+
 _TEMPLATE = """
 CREATE PROCEDURE {proc}(IN p_conf LONGTEXT)
 MODIFIES SQL DATA SQL SECURITY INVOKER
@@ -105,7 +112,7 @@ BEGIN
     -- The barrier: every session starts its first op at the same instant.
     SET v_pause = v_start - UNIX_TIMESTAMP(SYSDATE(6));
     IF v_pause > 0 THEN
-        DO SLEEP(v_pause);
+        {sleep}
     END IF;
     SET v_began = UNIX_TIMESTAMP(SYSDATE(6));
     work: LOOP
@@ -199,7 +206,7 @@ BEGIN
         IF v_think_freq > 0 AND v_op % v_think_freq = 0 THEN
             {rand}
             SET v_pause = v_think_min + v_u * (v_think_max - v_think_min);
-            DO SLEEP(v_pause);
+            {sleep}
             SET n_think = n_think + 1;
             SET v_think_s = v_think_s + v_pause;
         END IF;
@@ -249,6 +256,7 @@ def procedure_ddl(schema: str, hot_schema: str = "user1") -> str:
         heavy_set=_set_list(PAD_COLUMNS),
         lite_set=_set_list(LITE_COLUMNS),
         rand=_RAND,
+        sleep=_SLEEP,
         bucket=bucket_code(indent=12),
         hist_json_0=_hist_json(0),
         hist_json_1=_hist_json(1),

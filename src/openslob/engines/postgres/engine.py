@@ -9,6 +9,7 @@ import psycopg
 from openslob.engines.base import Check, Engine, ProgressCallback, SetupResult, VerifyResult
 from openslob.engines.postgres.dataset import DatasetLoader, TableSpec, wanted_tables
 from openslob.engines.postgres.verify import TableVerifier, amcheck_available
+from openslob.engines.postgres.workload import install_procedures
 from openslob.errors import SetupError
 from openslob.options import BLOCK_SIZE, Config
 from openslob.targets import redact
@@ -132,3 +133,20 @@ class PostgresEngine(Engine):
 
     def cancel(self) -> None:
         self._loader.cancel()
+
+    def missing_tables(self, config: Config, schemas: list[str]) -> list[str]:
+        specs = [s for s in _specs(config) if s.schema in schemas]
+        if not config["SCAN_PCT"]:
+            specs = [s for s in specs if s.table == "cf1"]
+        todo, _ = self._loader.plan(specs)
+        return [f"{s.schema}.{s.table}" for s in todo]
+
+    def data_bytes(self, rows: int) -> int:
+        return rows * BLOCK_SIZE  # one row per page
+
+    def has_data(self) -> bool:
+        return bool(self._loader.existing_schemas())
+
+    def install_procedures(self, schemas: list[str]) -> None:
+        with self._connect() as conn:
+            install_procedures(conn, schemas)

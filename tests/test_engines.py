@@ -1,0 +1,192 @@
+"""The same `slob` commands on both engines: a private PostgreSQL and a private MariaDB, both
+real servers started here. One test body per behaviour, parametrised by engine; then the
+MariaDB-only parts: server lifecycle per page size and the block-size study on a tiny matrix."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymysql
+import pytest
+
+from openslob.collect import find_runs
+from openslob.report.plots import petal_points
+from openslob.servers.mariadb import EmbeddedMariaDB
+from tests.conftest import make_base_dir, slob_subprocess
+from tests.test_multi_instance import invoke
+
+TARGETS = {"postgresql": "embedded", "mariadb": "embedded-mariadb"}
+DATA = ["--schemas", "2", "--scale", "4000", "--scan-table-sz", "0"]
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[Path]:
+    """One directory for both private servers (PostgreSQL in it, MariaDB in mariadb-16k)."""
+    path = make_base_dir("openslob-engines-")
+    yield path / "data"
+    for args in (["--engine", "postgresql"], ["--engine", "mariadb", "--page-size", "16k"]):
+        invoke("server", "destroy", "--yes", *args, "--data-dir", str(path / "data"), cwd=path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def slob(base: Path, cwd: Path, *args: str):
+    return invoke(*args, "--data-dir", str(base), cwd=cwd)
+
+
+@pytest.fixture(scope="module", params=sorted(TARGETS))
+def loaded(request, base: Path, tmp_path_factory) -> tuple[str, Path]:
+    engine = request.param
+    cwd = tmp_path_factory.mktemp(f"setup-{engine}")
+    result = slob(base, cwd, "setup", "--target", TARGETS[engine], *DATA)
+    assert result.exit_code == 0, result.output
+    return engine, cwd
+
+
+def test_setup_then_verify(loaded, base: Path) -> None:
+    engine, cwd = loaded
+    again = slob(base, cwd, "setup", "--target", TARGETS[engine], *DATA)
+    assert again.exit_code == 0 and "data set is valid: nothing to do" in again.output
+    verified = slob(base, cwd, "verify", "--target", TARGETS[engine], *DATA, "--json")
+    assert verified.exit_code == 0, verified.output
+    checks = json.loads(verified.output)["checks"]
+    assert checks and all(c["ok"] for c in checks)
+
+
+def test_run_measures_the_same_figures(loaded, base: Path, tmp_path: Path) -> None:
+    """One run on each engine: loop counts, DB and device reads, latencies, the report."""
+    engine, cwd = loaded
+    results = tmp_path / "results"
+    result = slob(
+        base, cwd, "run", "--target", TARGETS[engine], *DATA, "--sessions", "2",
+        "--update-pct", "20", "--warmup", "1", "--run-time", "4", "--results-dir", str(results),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (run_dir,) = results.iterdir()
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["status"] == "complete" and run["engine"]["name"] == engine
+    m, seconds = run["metrics"], run["window"]["seconds"]
+    ops = sum(s["ops_select"] + s["ops_update"] for s in run["sessions"])
+    assert ops > 50 and m["slobops_per_s"] * seconds == pytest.approx(ops, rel=0.01)
+    counted = sum(b["count"] for b in run["latency"].values() if b)
+    assert counted == ops  # every op is in a histogram
+    assert m["updates_per_s"] > 0 and m["commits_per_s"] == pytest.approx(
+        m["updates_per_s"], rel=0.1, abs=2
+    )
+    # direct I/O on both: the database's physical reads are what the device did
+    assert m["pio_reads_per_s"] > 100
+    assert m["device_reads_per_s"] == pytest.approx(m["pio_reads_per_s"], rel=0.15)
+    assert 10 < m["db_read_latency_us"] < 1_000_000
+    assert m["wal_mb_per_s"] > 0
+    report = (run_dir / "report.txt").read_text()
+    source = "performance_schema" if engine == "mariadb" else "pg_stat_io"
+    assert f"Database ({source})" in report
+    assert ("Redo log and commits" in report) == (engine == "mariadb")
+
+
+def test_ctrl_c_ends_the_run_and_keeps_what_was_measured(loaded, base: Path, tmp_path) -> None:
+    engine, cwd = loaded
+    results = tmp_path / "results"
+    proc = slob_subprocess(
+        "run", "--target", TARGETS[engine], *DATA, "--sessions", "2", "--warmup", "0",
+        "--run-time", "60", "--results-dir", str(results), data_dir=base, cwd=cwd,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(results.glob("*")):
+        time.sleep(0.1)
+    time.sleep(2.5)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 10
+    assert proc.returncode == 130, stderr
+    (run_dir,) = results.iterdir()
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["status"] == "interrupted"
+    assert run["metrics"]["pio_reads_per_s"] > 0
+    assert not [w for w in run["warnings"] if "still alive" in w]  # no leftover sessions
+
+
+@pytest.mark.parametrize("size", ["12k", "2k"])
+def test_bad_page_size_is_one_line(size: str, base: Path, tmp_path: Path) -> None:
+    result = slob(base, tmp_path, "run", "--target", "embedded-mariadb", "--page-size", size)
+    assert result.exit_code == 2
+    assert "--page-size" in result.output and "4K, 8K, 16K, 32K, 64K" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_mariadb_server_lifecycle_per_page_size(tmp_path: Path) -> None:
+    """`slob server` manages the private MariaDB like the PostgreSQL one, one data directory
+    per page size, and the server reports the page size it was created with."""
+    home = make_base_dir("openslob-mlife-")
+    try:
+        args = ["--engine", "mariadb", "--page-size", "4k", "--data-dir", str(home)]
+        assert invoke("server", "start", *args, cwd=tmp_path).exit_code == 0
+        status = invoke("server", "status", "--json", *args, cwd=tmp_path)
+        state = json.loads(status.output)
+        assert status.exit_code == 0 and state["state"] == "running"
+        assert state["page_size"] == "4k" and state["settings"]["innodb_page_size"] == "4096"
+        assert state["settings"]["innodb_flush_method"] == "O_DIRECT"
+        assert "password" not in status.output.lower()
+        assert invoke("server", "stop", *args, cwd=tmp_path).output.strip() == "stopped"
+        assert invoke("server", "status", *args, cwd=tmp_path).exit_code == 3
+        assert (home / "mariadb-4k" / "data").is_dir()
+    finally:
+        invoke("server", "destroy", "--yes", *args, cwd=tmp_path)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_block_size_study_on_a_tiny_matrix(tmp_path: Path) -> None:
+    """The seed's study: one sweep over page sizes; each size its own server and data set,
+    run page size by page size; the petals overlay one curve set per page size."""
+    home = make_base_dir("openslob-study-")
+    results = tmp_path / "results"
+    try:
+        result = invoke(
+            "sweep", "--target", "embedded-mariadb", "--page-size", "4k,16k",
+            "--sessions", "1,2", "--update-pct", "0", "--schemas", "1", "--scale", "3000",
+            "--scan-table-sz", "0", "--warmup", "0", "--run-time", "2", "--label", "study",
+            "--results-dir", str(results), "--data-dir", str(home), cwd=tmp_path,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        sweep_dir = results / "sweep-study"
+        table = list(csv.DictReader(io.StringIO((sweep_dir / "sweep.csv").read_text())))
+        assert [(r["page_kib"], r["sessions"]) for r in table] == [
+            ("4.0", "1"), ("4.0", "2"), ("16.0", "1"), ("16.0", "2"),
+        ]  # fmt: skip
+        assert all(r["status"] == "complete" and float(r["preads_per_s"]) > 0 for r in table)
+        # the 4k server was stopped before the 16k points ran
+        assert EmbeddedMariaDB(home, "4k").status().state == "stopped"
+        assert EmbeddedMariaDB(home, "16k").status().state == "running"
+        errors: list[str] = []
+        runs = find_runs([sweep_dir], errors)
+        points, _ = petal_points(runs, "iops", "db_read")
+        assert not errors
+        assert sorted({p.label for p in points}) == [
+            "study · 16 KiB pages",
+            "study · 4 KiB pages",
+        ]
+        assert (sweep_dir / "plots" / "petal_iops.png").stat().st_size > 10_000
+    finally:
+        for size in ("4k", "16k"):
+            EmbeddedMariaDB(home, size).destroy()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_an_existing_mariadb_by_uri(base: Path, tmp_path: Path) -> None:
+    """--target mysql://… reaches an existing server (here the private one over its socket)."""
+    maria = EmbeddedMariaDB(base, "16k")
+    maria.start()
+    kwargs = maria.connect_kwargs()
+    uri = f"mysql://{kwargs['user']}@localhost/?unix_socket={kwargs['unix_socket']}"
+    with pymysql.connect(**kwargs) as conn, conn.cursor() as cur:
+        cur.execute("SELECT @@innodb_page_size")
+        assert cur.fetchone()[0] == 16384
+    verified = invoke("verify", "--target", uri, *DATA, cwd=tmp_path)
+    assert verified.exit_code == 0, verified.output
