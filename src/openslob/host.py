@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
+from openslob.rates import ratio
+
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size
 MIB = 2**20
 COUNTER_WRAP = 2**32  # the ms fields are printed as unsigned int even on 64-bit kernels
@@ -45,11 +47,6 @@ def _int_or_none(text: str | None) -> int | None:
         return int(text) if text is not None else None
     except ValueError:
         return None
-
-
-def _ratio(num: float, den: float, scale: float = 1.0) -> float | None:
-    """num / den * scale, or None when the denominator is zero (nothing to measure)."""
-    return num / den * scale if den else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -332,14 +329,14 @@ def _rates(deltas: list[DiskCounters], seconds: float) -> DiskRates:
         writes_per_s=writes / seconds,
         read_mb_per_s=read_bytes / MIB / seconds,
         write_mb_per_s=write_bytes / MIB / seconds,
-        read_latency_us=_ratio(read_ms * 1000, reads),
-        write_latency_us=_ratio(write_ms * 1000, writes),
-        avg_read_kb=_ratio(read_bytes / 1024, reads),
-        avg_write_kb=_ratio(write_bytes / 1024, writes),
+        read_latency_us=ratio(read_ms * 1000, reads),
+        write_latency_us=ratio(write_ms * 1000, writes),
+        avg_read_kb=ratio(read_bytes / 1024, reads),
+        avg_write_kb=ratio(write_bytes / 1024, writes),
         util_pct=min(100.0, max(d.io_ms for d in deltas) / elapsed_ms * 100),
         avg_queue=sum(d.weighted_ms for d in deltas) / elapsed_ms,
         flushes_per_s=None if flushes is None else flushes / seconds,
-        flush_latency_us=None if flush_ms is None else _ratio(flush_ms * 1000, flushes or 0),
+        flush_latency_us=None if flush_ms is None else ratio(flush_ms * 1000, flushes or 0),
     )
 
 
@@ -448,14 +445,14 @@ def cpu_delta(before: ProcStat, after: ProcStat, seconds: float | None = None) -
         else None
     )
     return CpuRates(
-        user_pct=_ratio(user, total, 100),
-        sys_pct=_ratio(system, total, 100),
-        iowait_pct=_ratio(iowait, total, 100),
-        idle_pct=_ratio(idle, total, 100),
-        steal_pct=_ratio(steal, total, 100) if has_steal else None,
-        busy_pct=_ratio(total - idle - iowait, total, 100),
+        user_pct=ratio(user, total, 100),
+        sys_pct=ratio(system, total, 100),
+        iowait_pct=ratio(iowait, total, 100),
+        idle_pct=ratio(idle, total, 100),
+        steal_pct=ratio(steal, total, 100) if has_steal else None,
+        busy_pct=ratio(total - idle - iowait, total, 100),
         cpus=after.cpus,
-        context_switches_per_s=_ratio(ctxt, seconds) if ctxt is not None and seconds else None,
+        context_switches_per_s=ratio(ctxt, seconds) if ctxt is not None and seconds else None,
     )
 
 
@@ -798,7 +795,7 @@ def host_delta(before: HostSnapshot, after: HostSnapshot) -> dict[str, float | N
         "context_switches_per_s": cpu.context_switches_per_s,
         "server_cpu_seconds": server,
         # share of all CPUs the server used, comparable with cpu_busy_pct
-        "server_cpu_pct": _ratio(server, seconds * cpus, 100) if server is not None else None,
+        "server_cpu_pct": ratio(server, seconds * cpus, 100) if server is not None else None,
         "psi_io_some_pct": pressure("io", "some"),
         "psi_io_full_pct": pressure("io", "full"),
         "psi_cpu_some_pct": pressure("cpu", "some"),

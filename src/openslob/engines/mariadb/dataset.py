@@ -25,10 +25,10 @@ from typing import Any
 
 import pymysql
 
+from openslob.engines import tables
 from openslob.engines.base import ProgressCallback, SetupResult, TableLoad
 from openslob.engines.mariadb.connection import connect, ident, page_size
 from openslob.engines.mariadb.layout import PAD_COLUMNS, RowLayout, layout_for
-from openslob.engines.postgres.dataset import schema_name, schema_seed
 from openslob.errors import SetupError
 
 # Bump when the table layout changes: setup then rebuilds data made by older versions.
@@ -39,31 +39,14 @@ LOAD_TAG = "openslob-load"  # leading SQL comment of every load statement (for K
 
 
 @dataclass(frozen=True)
-class TableSpec:
-    """What one table of the data set must hold."""
-
-    schema: str
-    table: str  # "cf1" | "cf2"
-    rows: int
-    seed: int
-
-    @property
-    def indexed(self) -> bool:
-        return self.table == "cf1"
-
+class TableSpec(tables.TableSpec):
     @property
     def name(self) -> str:
         return ident(self.schema, self.table)
 
 
 def wanted_tables(schemas: int, scale: int, scan_rows: int, seed: int) -> list[TableSpec]:
-    specs: list[TableSpec] = []
-    for index in range(1, schemas + 1):
-        name = schema_name(index)
-        specs.append(TableSpec(name, "cf1", scale, schema_seed(seed, index)))
-        if scan_rows > 0:
-            specs.append(TableSpec(name, "cf2", scan_rows, schema_seed(seed, index)))
-    return specs
+    return tables.wanted_tables(schemas, scale, scan_rows, seed, TableSpec)
 
 
 # ------------------------------------------------------------------------------- SQL

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from openslob.engines import tables
 from openslob.engines.base import Check, Engine, ProgressCallback, SetupResult, VerifyResult
 from openslob.engines.mariadb.connection import (
     check_version,
@@ -12,7 +13,7 @@ from openslob.engines.mariadb.connection import (
     describe_target,
     page_size,
 )
-from openslob.engines.mariadb.dataset import DatasetLoader, TableSpec, wanted_tables
+from openslob.engines.mariadb.dataset import DatasetLoader, TableSpec
 from openslob.engines.mariadb.layout import RowLayout, layout_for
 from openslob.engines.mariadb.verify import TableVerifier
 from openslob.engines.mariadb.workload import install_procedures
@@ -39,9 +40,7 @@ DESCRIBED_SETTINGS = (
 
 
 def _specs(config: Config) -> list[TableSpec]:
-    return wanted_tables(
-        config["SCHEMAS"], config["SCALE"], config["SCAN_TABLE_SZ"], config["SEED"]
-    )
+    return tables.config_tables(config, TableSpec)
 
 
 class MariaDBEngine(Engine):
@@ -118,11 +117,7 @@ class MariaDBEngine(Engine):
         self._loader.cancel()
 
     def missing_tables(self, config: Config, schemas: list[str]) -> list[str]:
-        specs = [s for s in _specs(config) if s.schema in schemas]
-        if not config["SCAN_PCT"]:
-            specs = [s for s in specs if s.table == "cf1"]
-        todo, _ = self._loader.plan(specs)
-        return [f"{s.schema}.{s.table}" for s in todo]
+        return tables.missing_tables(self._loader, config, TableSpec, schemas)
 
     def data_bytes(self, rows: int) -> int:
         layout = self.layout()

@@ -22,6 +22,8 @@ from typing import Any
 
 import pymysql
 
+from openslob.rates import per_s, ratio
+
 Snapshot = dict[str, Any]
 
 DATA_FILE = "wait/io/file/innodb/innodb_data_file"
@@ -100,16 +102,6 @@ def _f(before: Snapshot, after: Snapshot, event: str, column: str) -> float | No
     return a[column] - b[column]
 
 
-def _per_s(value: float | None, seconds: float) -> float | None:
-    return None if value is None or seconds <= 0 else value / seconds
-
-
-def _ratio(num: float | None, den: float | None, scale: float = 1.0) -> float | None:
-    if num is None or not den:
-        return None
-    return num / den * scale
-
-
 def _mb(value: float | None) -> float | None:
     return None if value is None else value / (1 << 20)
 
@@ -138,34 +130,32 @@ def snapshot_delta(before: Snapshot, after: Snapshot, seconds: float) -> dict[st
     misses = _d(before, after, "Innodb_buffer_pool_reads")
     requests = _d(before, after, "Innodb_buffer_pool_read_requests")
     return {
-        "lio_per_s": _per_s(requests, seconds),
-        "pio_reads_per_s": _per_s(reads, seconds),
-        "pio_read_mb_per_s": _per_s(_mb(read_bytes), seconds),
-        "pio_writes_per_s": _per_s(writes, seconds),
-        "pio_write_mb_per_s": _per_s(_mb(write_bytes), seconds),
-        "db_read_latency_us": _ratio(read_ps, reads, 1 / PS_PER_US),
-        "db_write_latency_us": _ratio(write_ps, writes, 1 / PS_PER_US),
-        "wal_mb_per_s": _per_s(_mb(_d(before, after, "Innodb_os_log_written")), seconds),
+        "lio_per_s": per_s(requests, seconds),
+        "pio_reads_per_s": per_s(reads, seconds),
+        "pio_read_mb_per_s": per_s(_mb(read_bytes), seconds),
+        "pio_writes_per_s": per_s(writes, seconds),
+        "pio_write_mb_per_s": per_s(_mb(write_bytes), seconds),
+        "db_read_latency_us": ratio(read_ps, reads, 1 / PS_PER_US),
+        "db_write_latency_us": ratio(write_ps, writes, 1 / PS_PER_US),
+        "wal_mb_per_s": per_s(_mb(_d(before, after, "Innodb_os_log_written")), seconds),
         "wal_records_per_s": None,
         "wal_fpi_per_s": None,
-        "wal_writes_per_s": _per_s(_d(before, after, "Innodb_log_writes"), seconds),
-        "wal_syncs_per_s": _per_s(log_syncs, seconds),
-        "wal_sync_latency_us": _ratio(log_sync_ps, log_syncs, 1 / PS_PER_US),
-        "commits_per_s": _per_s(_d(before, after, "Com_commit"), seconds),
-        "rollbacks_per_s": _per_s(_d(before, after, "Com_rollback"), seconds),
+        "wal_writes_per_s": per_s(_d(before, after, "Innodb_log_writes"), seconds),
+        "wal_syncs_per_s": per_s(log_syncs, seconds),
+        "wal_sync_latency_us": ratio(log_sync_ps, log_syncs, 1 / PS_PER_US),
+        "commits_per_s": per_s(_d(before, after, "Com_commit"), seconds),
+        "rollbacks_per_s": per_s(_d(before, after, "Com_rollback"), seconds),
         "db_time_s": None,
         "temp_mb": None,
         # InnoDB's own figures (no PostgreSQL twin).
-        "innodb_buffer_pool_misses_per_s": _per_s(misses, seconds),
-        "innodb_buffer_pool_hit_pct": _ratio(
+        "innodb_buffer_pool_misses_per_s": per_s(misses, seconds),
+        "innodb_buffer_pool_hit_pct": ratio(
             None if requests is None or misses is None else requests - misses, requests, 100
         ),
-        "innodb_pages_written_per_s": _per_s(_d(before, after, "Innodb_pages_written"), seconds),
-        "innodb_dblwr_pages_per_s": _per_s(
-            _d(before, after, "Innodb_dblwr_pages_written"), seconds
-        ),
-        "innodb_data_fsyncs_per_s": _per_s(_d(before, after, "Innodb_data_fsyncs"), seconds),
-        "innodb_log_waits_per_s": _per_s(_d(before, after, "Innodb_log_waits"), seconds),
+        "innodb_pages_written_per_s": per_s(_d(before, after, "Innodb_pages_written"), seconds),
+        "innodb_dblwr_pages_per_s": per_s(_d(before, after, "Innodb_dblwr_pages_written"), seconds),
+        "innodb_data_fsyncs_per_s": per_s(_d(before, after, "Innodb_data_fsyncs"), seconds),
+        "innodb_log_waits_per_s": per_s(_d(before, after, "Innodb_log_waits"), seconds),
     }
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from openslob.engines import tables
 from openslob.engines.base import ProgressCallback, SetupResult, TableLoad
 from openslob.errors import SetupError
 
@@ -38,40 +39,14 @@ META_TABLE = "datasets"
 LOADER_APP = "openslob-load"
 
 
-def schema_name(index: int) -> str:
-    return f"user{index}"
-
-
-def schema_seed(seed: int, schema_index: int) -> int:
-    """Independent, reproducible seed per schema (a large odd multiplier spreads them)."""
-    return (seed * 1_000_003 + schema_index * 7_919) % (1 << 62)
-
-
 @dataclass(frozen=True)
-class TableSpec:
-    """What one table of the data set must hold."""
-
-    schema: str
-    table: str  # "cf1" | "cf2"
-    rows: int
-    seed: int
-
-    @property
-    def indexed(self) -> bool:
-        return self.table == "cf1"
-
+class TableSpec(tables.TableSpec):
     def key(self) -> dict[str, object]:
         return {"rows": self.rows, "seed": self.seed, "layout": LAYOUT_VERSION}
 
 
 def wanted_tables(schemas: int, scale: int, scan_rows: int, seed: int) -> list[TableSpec]:
-    specs: list[TableSpec] = []
-    for index in range(1, schemas + 1):
-        name = schema_name(index)
-        specs.append(TableSpec(name, "cf1", scale, schema_seed(seed, index)))
-        if scan_rows > 0:
-            specs.append(TableSpec(name, "cf2", scan_rows, schema_seed(seed, index)))
-    return specs
+    return tables.wanted_tables(schemas, scale, scan_rows, seed, TableSpec)
 
 
 # ------------------------------------------------------------------------------- SQL

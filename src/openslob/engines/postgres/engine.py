@@ -6,8 +6,9 @@ from typing import Any
 
 import psycopg
 
+from openslob.engines import tables
 from openslob.engines.base import Check, Engine, ProgressCallback, SetupResult, VerifyResult
-from openslob.engines.postgres.dataset import DatasetLoader, TableSpec, wanted_tables
+from openslob.engines.postgres.dataset import DatasetLoader, TableSpec
 from openslob.engines.postgres.verify import TableVerifier, amcheck_available
 from openslob.engines.postgres.workload import install_procedures
 from openslob.errors import SetupError
@@ -34,9 +35,7 @@ DESCRIBED_SETTINGS = (
 
 
 def _specs(config: Config) -> list[TableSpec]:
-    return wanted_tables(
-        config["SCHEMAS"], config["SCALE"], config["SCAN_TABLE_SZ"], config["SEED"]
-    )
+    return tables.config_tables(config, TableSpec)
 
 
 class PostgresEngine(Engine):
@@ -135,11 +134,7 @@ class PostgresEngine(Engine):
         self._loader.cancel()
 
     def missing_tables(self, config: Config, schemas: list[str]) -> list[str]:
-        specs = [s for s in _specs(config) if s.schema in schemas]
-        if not config["SCAN_PCT"]:
-            specs = [s for s in specs if s.table == "cf1"]
-        todo, _ = self._loader.plan(specs)
-        return [f"{s.schema}.{s.table}" for s in todo]
+        return tables.missing_tables(self._loader, config, TableSpec, schemas)
 
     def data_bytes(self, rows: int) -> int:
         return rows * BLOCK_SIZE  # one row per page

@@ -20,6 +20,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from openslob.rates import per_s, ratio
+
 Snapshot = dict[str, Any]
 
 _DB_COLUMNS = (
@@ -227,16 +229,6 @@ def _io_delta(before: Snapshot, after: Snapshot, key: str, **where: Any) -> floa
     return None if a is None or b is None else a - b
 
 
-def _per_s(value: float | None, seconds: float) -> float | None:
-    return None if value is None or seconds <= 0 else value / seconds
-
-
-def _ratio(num: float | None, den: float | None, scale: float = 1.0) -> float | None:
-    if num is None or not den:
-        return None
-    return num / den * scale
-
-
 def snapshot_delta(
     before: Snapshot,
     after: Snapshot,
@@ -281,23 +273,21 @@ def snapshot_delta(
     commits = _d(db_a, db_b, "xact_commit")
     mb = 1 << 20
     return {
-        "lio_per_s": _per_s(lio, seconds),
-        "pio_reads_per_s": _per_s(reads, seconds),
-        "pio_read_mb_per_s": _per_s(None if read_bytes is None else read_bytes / mb, seconds),
-        "pio_writes_per_s": _per_s(writes, seconds),
-        "pio_write_mb_per_s": _per_s(None if write_bytes is None else write_bytes / mb, seconds),
-        "db_read_latency_us": _ratio(read_time, reads, 1000) if io_timing else None,
-        "db_write_latency_us": _ratio(write_time, writes, 1000) if io_timing else None,
-        "wal_mb_per_s": _per_s(None if wal_bytes is None else wal_bytes / mb, seconds),
-        "wal_records_per_s": _per_s(
-            _d(after.get("wal"), before.get("wal"), "wal_records"), seconds
-        ),
-        "wal_fpi_per_s": _per_s(_d(after.get("wal"), before.get("wal"), "wal_fpi"), seconds),
-        "wal_writes_per_s": _per_s(wal_writes, seconds),
-        "wal_syncs_per_s": _per_s(wal_syncs, seconds),
-        "wal_sync_latency_us": _ratio(wal_sync_time, wal_syncs, 1000) if wal_io_timing else None,
-        "commits_per_s": _per_s(None if commits is None else commits - own_commits, seconds),
-        "rollbacks_per_s": _per_s(_d(db_a, db_b, "xact_rollback"), seconds),
+        "lio_per_s": per_s(lio, seconds),
+        "pio_reads_per_s": per_s(reads, seconds),
+        "pio_read_mb_per_s": per_s(None if read_bytes is None else read_bytes / mb, seconds),
+        "pio_writes_per_s": per_s(writes, seconds),
+        "pio_write_mb_per_s": per_s(None if write_bytes is None else write_bytes / mb, seconds),
+        "db_read_latency_us": ratio(read_time, reads, 1000) if io_timing else None,
+        "db_write_latency_us": ratio(write_time, writes, 1000) if io_timing else None,
+        "wal_mb_per_s": per_s(None if wal_bytes is None else wal_bytes / mb, seconds),
+        "wal_records_per_s": per_s(_d(after.get("wal"), before.get("wal"), "wal_records"), seconds),
+        "wal_fpi_per_s": per_s(_d(after.get("wal"), before.get("wal"), "wal_fpi"), seconds),
+        "wal_writes_per_s": per_s(wal_writes, seconds),
+        "wal_syncs_per_s": per_s(wal_syncs, seconds),
+        "wal_sync_latency_us": ratio(wal_sync_time, wal_syncs, 1000) if wal_io_timing else None,
+        "commits_per_s": per_s(None if commits is None else commits - own_commits, seconds),
+        "rollbacks_per_s": per_s(_d(db_a, db_b, "xact_rollback"), seconds),
         "db_time_s": None if active_ms is None else active_ms / 1000,
         "temp_mb": None
         if _d(db_a, db_b, "temp_bytes") is None

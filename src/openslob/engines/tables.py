@@ -1,0 +1,69 @@
+"""The SLOB data set as both engines plan it: which tables each schema holds, and seeds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from openslob.options import Config
+
+
+def schema_name(index: int) -> str:
+    return f"user{index}"
+
+
+def schema_seed(seed: int, schema_index: int) -> int:
+    """Independent, reproducible seed per schema (a large odd multiplier spreads them)."""
+    return (seed * 1_000_003 + schema_index * 7_919) % (1 << 62)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """What one table of the data set must hold."""
+
+    schema: str
+    table: str  # "cf1" | "cf2"
+    rows: int
+    seed: int
+
+    @property
+    def indexed(self) -> bool:
+        return self.table == "cf1"
+
+
+Spec = TypeVar("Spec", bound=TableSpec)
+
+
+def wanted_tables(
+    schemas: int, scale: int, scan_rows: int, seed: int, spec: type[Spec] = TableSpec
+) -> list[Spec]:
+    specs: list[Spec] = []
+    for index in range(1, schemas + 1):
+        name = schema_name(index)
+        specs.append(spec(name, "cf1", scale, schema_seed(seed, index)))
+        if scan_rows > 0:
+            specs.append(spec(name, "cf2", scan_rows, schema_seed(seed, index)))
+    return specs
+
+
+def config_tables(config: Config, spec: type[Spec]) -> list[Spec]:
+    """The tables `slob setup` with this config creates."""
+    return wanted_tables(
+        config["SCHEMAS"], config["SCALE"], config["SCAN_TABLE_SZ"], config["SEED"], spec
+    )
+
+
+class Planner(Protocol):
+    def plan(self, specs: list[Any]) -> tuple[list[Any], list[Any]]: ...
+
+
+def missing_tables(
+    loader: Planner, config: Config, spec: type[Spec], schemas: list[str]
+) -> list[str]:
+    """`schema.table` of `schemas` a run with this config needs and cannot use yet (the scan
+    table only when the run scans)."""
+    specs = [s for s in config_tables(config, spec) if s.schema in schemas]
+    if not config["SCAN_PCT"]:
+        specs = [s for s in specs if s.table == "cf1"]
+    todo, _ = loader.plan(specs)
+    return [f"{s.schema}.{s.table}" for s in todo]
