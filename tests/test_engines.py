@@ -84,6 +84,13 @@ def test_run_measures_the_same_figures(loaded, base: Path, tmp_path: Path) -> No
     assert m["device_reads_per_s"] == pytest.approx(m["pio_reads_per_s"], rel=0.15)
     assert 10 < m["db_read_latency_us"] < 1_000_000
     assert m["wal_mb_per_s"] > 0
+    # the live time series counts the same work (MariaDB: Com_select/Com_update)
+    with (run_dir / "timeseries.csv").open() as fh:
+        window = [r for r in csv.DictReader(fh) if r["phase"] == "window"]
+    live = [float(r["slobops_per_s"]) for r in window if r["slobops_per_s"]]
+    assert len(live) >= 2
+    assert sum(live) / len(live) == pytest.approx(m["slobops_per_s"], rel=0.3)
+    assert all(float(r["db_reads_per_s"]) > 0 for r in window if r["db_reads_per_s"])
     report = (run_dir / "report.txt").read_text()
     source = "performance_schema" if engine == "mariadb" else "pg_stat_io"
     assert f"Database ({source})" in report

@@ -49,8 +49,8 @@ class Monitor:
         return stats.take_snapshot(self.conn)
 
     def loop_counters(self) -> dict[str, float] | None:
-        """No per-statement live counters here (the time series uses snapshots)."""
-        return None
+        """Cumulative counters for the time series (stats.live_counters)."""
+        return stats.live_counters(self.conn)
 
     def read_file(self, path: str) -> str | None:
         """The server host's files are not readable through MariaDB: always None."""
