@@ -97,7 +97,12 @@ def test_run_measures_the_same_figures(loaded, base: Path, tmp_path: Path) -> No
     assert ("Redo log and commits" in report) == (engine == "mariadb")
 
 
-def test_ctrl_c_ends_the_run_and_keeps_what_was_measured(loaded, base: Path, tmp_path) -> None:
+@pytest.mark.parametrize("after", [2.5, 0.3, 0.0])
+def test_ctrl_c_ends_the_run_and_keeps_what_was_measured(
+    loaded, base: Path, tmp_path, after: float
+) -> None:
+    """Ctrl-C inside the window, or the moment the run starts (sessions still connecting,
+    CALLs not yet sent: a cancel must still reach a CALL that leaves after it)."""
     engine, cwd = loaded
     results = tmp_path / "results"
     proc = slob_subprocess(
@@ -106,17 +111,21 @@ def test_ctrl_c_ends_the_run_and_keeps_what_was_measured(loaded, base: Path, tmp
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(results.glob("*")):
-        time.sleep(0.1)
-    time.sleep(2.5)
+        time.sleep(0.01)
+    time.sleep(after)
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
     assert time.monotonic() - sent < 10
     assert proc.returncode == 130, stderr
-    (run_dir,) = results.iterdir()
+    runs = list(results.iterdir())
+    if not after and not runs:
+        return  # stopped before the run began: nothing measured, no directory left
+    (run_dir,) = runs
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "interrupted"
-    assert run["metrics"]["pio_reads_per_s"] > 0
+    if after >= 1:  # inside the window: what it measured is kept
+        assert run["metrics"]["pio_reads_per_s"] > 0
     assert not [w for w in run["warnings"] if "still alive" in w]  # no leftover sessions
 
 
@@ -197,3 +206,37 @@ def test_an_existing_mariadb_by_uri(base: Path, tmp_path: Path) -> None:
         assert cur.fetchone()[0] == 16384
     verified = invoke("verify", "--target", uri, *DATA, cwd=tmp_path)
     assert verified.exit_code == 0, verified.output
+
+
+def test_doctor_on_mariadb(base: Path, tmp_path: Path) -> None:
+    """The same `slob doctor` reads a MariaDB's settings and privileges and says what to do."""
+    maria = EmbeddedMariaDB(base, "16k")
+    maria.start()
+    result = slob(base, tmp_path, "doctor", "--target", "embedded-mariadb", *DATA, "--json")
+    assert result.exit_code == 0, result.output
+    verdicts = {f["check"]: f["verdict"] for f in json.loads(result.output)}
+    for check in (
+        "server version", "setup privileges (global)", "read performance_schema",
+        "performance_schema", "data file I/O instrument", "direct I/O", "read-ahead",
+        "innodb_flush_log_at_trx_commit", "connections", "device counters",
+    ):  # fmt: skip
+        assert verdicts[check] == "ok", (check, result.output)
+    # 2 schemas x 2,000 pages x 16 KiB = 62.5 MB: not 10x the pio buffer pool
+    assert verdicts["data set vs buffer pool"] == "warn"
+
+    # a role with no grants: told which GRANTs, and its password never printed
+    with pymysql.connect(**maria.admin_kwargs()) as conn, conn.cursor() as cur:
+        cur.execute("DROP USER IF EXISTS 'weak'@'localhost'")
+        cur.execute("CREATE USER 'weak'@'localhost' IDENTIFIED BY 's3cret-pw'")
+    socket = maria.admin_kwargs()["unix_socket"]
+    weak = f"mysql://weak:s3cret-pw@localhost/?unix_socket={socket}"
+    table = invoke("doctor", "--target", weak, *DATA, cwd=tmp_path)
+    assert table.exit_code == 0 and "s3cret-pw" not in table.output
+    findings = json.loads(invoke("doctor", "--target", weak, *DATA, "--json", cwd=tmp_path).output)
+    by_check = {f["check"]: f for f in findings}
+    assert "s3cret-pw" not in json.dumps(findings)
+    setup = by_check["setup privileges (global)"]
+    assert setup["verdict"] == "warn" and "missing CREATE" in setup["value"]
+    assert "GRANT ALL ON *.* TO weak@localhost" in setup["advice"]
+    stats = by_check["read performance_schema"]
+    assert stats["verdict"] == "warn" and "GRANT SELECT ON performance_schema.*" in stats["advice"]

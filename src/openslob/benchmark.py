@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -371,13 +372,20 @@ def run_benchmark(
     if fio_dir is not None:
         require_fio()  # before the run, not after it
     run_dir = run_directory(results_parent, label)
-    run = execute(
-        prepared,
-        config,
-        run_dir,
-        label=label,
-        notice=notice,
-        progress=progress,
-        calibrate_dir=fio_dir,
-    )
+    try:
+        run = execute(
+            prepared,
+            config,
+            run_dir,
+            label=label,
+            notice=notice,
+            progress=progress,
+            calibrate_dir=fio_dir,
+        )
+    except KeyboardInterrupt:
+        # Ctrl-C before the run could take over the signal: nothing was measured, so no
+        # run directory is left behind (one that has files is kept as it is).
+        with contextlib.suppress(OSError):
+            run_dir.rmdir()
+        raise
     return run_dir, run

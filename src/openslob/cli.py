@@ -433,17 +433,17 @@ def doctor(targets: tuple[str, ...], data_dir: Path | None, as_json: bool, **par
 
     config = config_from_click(params, "run")
     resolved_targets = resolve_targets(targets, config, data_dir)
-    if any(t.engine != "postgresql" for t in resolved_targets):
-        raise OpenslobError(
-            "slob doctor checks PostgreSQL servers only so far; for the private MariaDB, "
-            "`slob server status --engine mariadb` lists the settings that shape the numbers"
-        )
     # Each instance is checked for the sessions it gets (round robin over the instances).
     share = -(-config.session_count // len(resolved_targets))
-    checked = [
-        (resolved, diagnose_target(resolved.conninfo, config, sessions=share))
-        for resolved in resolved_targets
-    ]
+
+    def check(resolved: Target) -> list[Any]:
+        if resolved.engine == "mariadb":
+            from openslob.engines.mariadb.doctor import diagnose_target as diagnose_mariadb
+
+            return diagnose_mariadb(resolved.connect_kwargs or {}, config, sessions=share)
+        return diagnose_target(resolved.conninfo, config, sessions=share)
+
+    checked = [(resolved, check(resolved)) for resolved in resolved_targets]
     if as_json:
         docs = [[f.__dict__ for f in findings] for _, findings in checked]
         click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))

@@ -43,6 +43,7 @@ WAIT_SAMPLE_HZ = 10
 BARRIER_LEAD_S = 0.2
 BARRIER_PER_SESSION_S = 0.004
 EXTERNAL_SCRIPT_TIMEOUT_S = 300
+CANCEL_ROUNDS, CANCEL_WAIT_S = 5, 2.0  # how a stopped window's CALLs are ended
 
 ProgressFn = Callable[[dict[str, Any]], None]
 
@@ -615,9 +616,15 @@ class RunController:
         await self._wait_any(asyncio.shield(window))
         if self._stopping.is_set():
             stopped_at = time.time()
-            await self._cancel_all()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(window), timeout=10)
+            # A CALL whose request left after the first cancel (a session still starting,
+            # MariaDB's CALLs leave from worker threads) is not hit by it: cancel again.
+            for _ in range(CANCEL_ROUNDS):
+                await self._cancel_all()
+                try:
+                    await asyncio.wait_for(asyncio.shield(window), timeout=CANCEL_WAIT_S)
+                    break
+                except TimeoutError:
+                    continue
             record.window_end = min(stopped_at, planned_end or stopped_at)
         else:
             record.window_end = time.time()
@@ -662,6 +669,8 @@ class RunController:
         async def one(session: WorkSession) -> None:
             outcome = self.record.sessions[session.id]
             backend = self.instances[outcome.instance].backend
+            if self._stopping.is_set():  # stopped before this CALL left: do not start it
+                return
             try:
                 result = await backend.call(session, conf_for(session))
             except Exception as exc:

@@ -51,6 +51,16 @@ class Check:
 
 
 @dataclass
+class Finding:
+    """One `slob doctor` finding: what was read from the server, the verdict, what to do."""
+
+    check: str
+    value: str
+    verdict: str  # ok | warn | fail
+    advice: str = ""
+
+
+@dataclass
 class VerifyResult:
     checks: list[Check]
 

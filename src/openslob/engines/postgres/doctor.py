@@ -7,11 +7,11 @@ assumed. Verdicts: "ok"; "warn" (the run works, a figure is null or can mislead)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 
+from openslob.engines.base import Finding
 from openslob.errors import OpenslobError
 from openslob.options import BLOCK_SIZE, Config
 from openslob.run import session_schemas
@@ -19,14 +19,6 @@ from openslob.run import session_schemas
 MIN_VERSION = 130000
 # The pio rule of thumb the run's warning uses: a data set at least 10x the cache.
 CACHE_RATIO = 10
-
-
-@dataclass
-class Finding:
-    check: str
-    value: str
-    verdict: str  # ok | warn | fail
-    advice: str = ""
 
 
 def _setting(conn: psycopg.Connection, name: str) -> str | None:
