@@ -54,7 +54,8 @@ def main() -> None:
                     else server_after - server_before
                 )
                 clients.append(client)
-                servers.append(server or 0)
+                if server is not None:  # unreadable: left out (n/a), never printed as 0
+                    servers.append(server)
                 if server:
                     ratios.append(client / server)
             print(

@@ -62,19 +62,23 @@ def main() -> None:
                 fio.append(cal["fio"]["iops"])
                 ratio.append(cal["pio_reads_pct_of_fio"] / 100)
                 lat.append(cal["db_read_latency_vs_fio"])
-                cpu.append((m["cpu_user_pct"] or 0) + (m["cpu_sys_pct"] or 0))
-                wait.append(m.get("psi_cpu_some_pct") or 0)
+                # unmeasured figures (no PSI, no server CPU) stay out: printed as n/a, not 0
+                if m["cpu_user_pct"] is not None and m["cpu_sys_pct"] is not None:
+                    cpu.append(m["cpu_user_pct"] + m["cpu_sys_pct"])
+                if m.get("psi_cpu_some_pct") is not None:
+                    wait.append(m["psi_cpu_some_pct"])
                 reads = m["pio_reads_per_s"] * run["window"]["seconds"]
-                per_read.append((m["db_cpu_s"] or 0) / reads * 1e6 if reads else 0)
+                if m["db_cpu_s"] is not None and reads:
+                    per_read.append(m["db_cpu_s"] / reads * 1e6)
             limit = ""
-            if max(cpu) >= CPU_BOUND_PCT:
+            if cpu and max(cpu) >= CPU_BOUND_PCT:
                 limit = " CPU-bound"
-            elif statistics.median(wait) >= CPU_CONTENDED_PCT:
+            elif wait and statistics.median(wait) >= CPU_CONTENDED_PCT:
                 limit = " CPU-contended"
             print(
                 f"{n:>8}  {spread(db, 0):>22}  {spread(fio, 0):>22}  {spread(ratio):>26}  "
-                f"{spread(lat):>24}  {max(cpu):>6.0f}  {statistics.median(wait):>10.0f}  "
-                f"{statistics.median(per_read):>15.1f}{limit}"
+                f"{spread(lat):>24}  {_median(cpu, 0, max):>6}  {_median(wait, 0):>10}  "
+                f"{_median(per_read, 1):>15}{limit}"
             )
     finally:
         bench.close()
@@ -83,6 +87,10 @@ def main() -> None:
         "CPU % = user+sys of all CPUs; CPU wait % = /proc/pressure/cpu 'some' (a runnable task "
         "waited for a CPU); srv CPU us/read = server processes' CPU / physical reads"
     )
+
+
+def _median(values: list[float], digits: int, pick=statistics.median) -> str:
+    return "n/a" if not values else f"{pick(values):,.{digits}f}"
 
 
 if __name__ == "__main__":

@@ -52,21 +52,25 @@ def db(server: EmbeddedServer) -> Iterator[psycopg.Connection]:
         yield conn
 
 
+def invoke(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Result:
+    """The CLI in-process, from `cwd` (an empty directory: no stray ./slob.conf)."""
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(cli, list(args), env=env or {}, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
 @pytest.fixture()
 def slob(server: EmbeddedServer, tmp_path: Path):
     """Run the CLI in-process against the session server, from an empty working directory."""
-    runner = CliRunner()
 
-    def invoke(*args: str, data_dir: Path | None = None) -> Result:
+    def run(*args: str, data_dir: Path | None = None) -> Result:
         env = {"SLOB_DATA_DIR": str(data_dir or server.data_dir)}
-        cwd = os.getcwd()
-        os.chdir(tmp_path)  # no stray ./slob.conf from the repository
-        try:
-            return runner.invoke(cli, list(args), env=env, catch_exceptions=False)
-        finally:
-            os.chdir(cwd)
+        return invoke(*args, cwd=tmp_path, env=env)
 
-    return invoke
+    return run
 
 
 def slob_subprocess(*args: str, data_dir: Path, **kwargs) -> subprocess.Popen:

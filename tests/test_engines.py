@@ -19,8 +19,7 @@ import pytest
 from openslob.collect import find_runs
 from openslob.report.plots import petal_points
 from openslob.servers.mariadb import EmbeddedMariaDB
-from tests.conftest import make_base_dir, slob_subprocess
-from tests.test_multi_instance import invoke
+from tests.conftest import invoke, make_base_dir, slob_subprocess
 
 TARGETS = {"postgresql": "embedded", "mariadb": "embedded-mariadb"}
 DATA = ["--schemas", "2", "--scale", "4000", "--scan-table-sz", "0"]
@@ -119,8 +118,9 @@ def test_ctrl_c_ends_the_run_and_keeps_what_was_measured(
     assert time.monotonic() - sent < 10
     assert proc.returncode == 130, stderr
     runs = list(results.iterdir())
-    if not after and not runs:
-        return  # stopped before the run began: nothing measured, no directory left
+    if not after and not runs:  # stopped before the run began: nothing measured, no directory
+        assert "interrupted" in stderr
+        return
     (run_dir,) = runs
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "interrupted"

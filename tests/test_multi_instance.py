@@ -17,12 +17,10 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import psycopg
 import pytest
-from click.testing import CliRunner, Result
 
 from openslob import combine
-from openslob.cli import cli
 from openslob.servers.embedded import EmbeddedServer
-from tests.conftest import make_base_dir
+from tests.conftest import invoke, make_base_dir
 
 SCALE = 3000  # rows per schema: small, the point is placement and accounting
 
@@ -38,15 +36,6 @@ def pair() -> Iterator[tuple[EmbeddedServer, EmbeddedServer]]:
     for srv in (first, second):
         srv.destroy()
     shutil.rmtree(base, ignore_errors=True)
-
-
-def invoke(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Result:
-    old = os.getcwd()
-    os.chdir(cwd)  # no stray ./slob.conf
-    try:
-        return CliRunner().invoke(cli, list(args), env=env or {}, catch_exceptions=False)
-    finally:
-        os.chdir(old)
 
 
 def socket_keywords(srv: EmbeddedServer) -> dict[str, str]:

@@ -15,6 +15,7 @@ from openslob import host
 from openslob.calibrate import CalibrationError, compare, require_fio, run_fio
 from openslob.engines import registry
 from openslob.engines.base import Engine, ProgressCallback, SetupResult
+from openslob.engines.tables import schema_order
 from openslob.errors import ConfigError, SetupError
 from openslob.options import Config
 from openslob.report.text import render_text
@@ -128,8 +129,7 @@ def local_server(target: Target, settings: dict[str, str]) -> tuple[str | None, 
     """(data directory, server pid) when the server runs on this host, else (None, None)."""
     if target.server is not None:
         state = target.server.status()
-        data_dir = getattr(target.server, "pgdata", None) or target.server.datadir
-        return str(data_dir), state.pid
+        return str(target.server.files_dir), state.pid
     # PostgreSQL: data_directory and its postmaster.pid; MariaDB: datadir and pid_file
     data_dir = settings.get("data_directory") or settings.get("datadir")
     if not data_dir:
@@ -190,8 +190,9 @@ def prepare(
     fewest = min(len(session_schemas(c)) for c in configs)
     if count > 1 and fewest < count:
         raise ConfigError(
-            f"{fewest} session(s) cannot reach all {count} instances (sessions go round robin "
-            "over the instances); run at least as many sessions as instances"
+            f"SESSIONS={fewest} (or SCHEMAS x THREADS_PER_SCHEMA) cannot reach all {count} "
+            f"instances: sessions go round robin over the instances; run at least as many "
+            f"sessions as instances ({count} or more)"
         )
     schemas = [set() for _ in range(count)]
     for c in configs:
@@ -209,7 +210,7 @@ def prepare(
         say = notice if count == 1 else (lambda msg: notice(f"{resolved.label}: {msg}"))
         ensure_capacity(resolved, -(-sessions // count), say)  # its share, rounded up
         description = engine.describe()
-        names = sorted(schemas[k], key=lambda n: (len(n), n))
+        names = sorted(schemas[k], key=schema_order)
         ensure_data(engine, resolved, config, names, say, setup_progress if count == 1 else None)
         engine.install_procedures(names)
         return PreparedInstance(resolved, engine, description)

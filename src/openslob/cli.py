@@ -27,7 +27,7 @@ from openslob.errors import OpenslobError
 from openslob.options import Config, add_options, config_from_click
 from openslob.servers.embedded import EmbeddedServer
 from openslob.servers.profiles import PROFILES
-from openslob.targets import Target, resolve_targets, target_strings
+from openslob.targets import Target, private_server, resolve_targets, target_strings
 
 # Redirected output (files, pipes, CI logs) keeps whole table rows instead of wrapping at 80.
 _PIPE_WIDTH = 160
@@ -122,14 +122,6 @@ page_size_option = click.option(
 )
 
 
-def _private_server(engine: str, page_size: str, data_dir: Path | None) -> Any:
-    if engine == "mariadb":
-        from openslob.servers.mariadb import EmbeddedMariaDB
-
-        return EmbeddedMariaDB(data_dir, page_size.lower())
-    return EmbeddedServer(data_dir)
-
-
 @server.command("start", context_settings=CONTEXT)
 @click.option(
     "--profile",
@@ -177,7 +169,7 @@ def server_start(
     Example:
       slob server start --profile lio --max-connections 600
     """
-    state = _private_server(engine, page_size, data_dir).start(
+    state = private_server(engine, page_size, data_dir).start(
         profile, tcp=tcp, port=port, max_connections=max_connections
     )
     _print_state(state.as_dict())
@@ -195,7 +187,7 @@ def server_stop(engine: str, page_size: str, data_dir: Path | None) -> None:
     Example:
       slob server stop
     """
-    was_running = _private_server(engine, page_size, data_dir).stop()
+    was_running = private_server(engine, page_size, data_dir).stop()
     out.print("stopped" if was_running else "not running")
 
 
@@ -214,7 +206,7 @@ def server_status(as_json: bool, engine: str, page_size: str, data_dir: Path | N
     Example:
       slob server status --json | jq -r .uri
     """
-    state = _private_server(engine, page_size, data_dir).status().as_dict()
+    state = private_server(engine, page_size, data_dir).status().as_dict()
     if as_json:
         click.echo(json.dumps(state, indent=2))
     else:
@@ -235,8 +227,8 @@ def server_destroy(yes: bool, engine: str, page_size: str, data_dir: Path | None
     Example:
       slob server destroy --yes
     """
-    server_ = _private_server(engine, page_size, data_dir)
-    where = getattr(server_, "dir", None) or server_.data_dir
+    server_ = private_server(engine, page_size, data_dir)
+    where = server_.instance_dir
     if not yes:
         click.confirm(f"Delete the private server and all data in {where}?", abort=True)
     server_.destroy()
@@ -286,9 +278,10 @@ def _titled(title: str, resolved: Target, count: int) -> str:
 def setup(targets: tuple[str, ...], data_dir: Path | None, **params: Any) -> None:
     """Create the SLOB data set: schemas user1..userN with cf1 (SCALE rows) and cf2.
 
-    One row per 8 KiB page, keys shuffled independently per schema, a unique index on
-    custid. Valid data is left untouched; changed parameters or an interrupted load are
-    rebuilt. Parameters come from ./slob.conf (or --conf), overridden by flags.
+    One row per 8 KiB page on PostgreSQL (as few rows per page as InnoDB allows on
+    MariaDB), keys shuffled independently per schema, a unique index on custid. Valid data
+    is left untouched; changed parameters or an interrupted load are rebuilt. Parameters
+    come from ./slob.conf (or --conf), overridden by flags.
 
     \b
     Examples:
@@ -305,7 +298,8 @@ def setup(targets: tuple[str, ...], data_dir: Path | None, **params: Any) -> Non
     where = engines[0][1].label if len(engines) == 1 else f"{len(engines)} instances at once"
     err.print(
         f"setup on {where}: {config['SCHEMAS']} schemas x {config['SCALE']} rows "
-        f"(+ {config['SCAN_TABLE_SZ']} scan rows), {total_mb:,.0f} MB, "
+        f"(+ {config['SCAN_TABLE_SZ']} scan rows), {total_mb:,.0f} MB"
+        f"{' each' if len(engines) > 1 else ''}, "
         f"{config['LOAD_PARALLEL_DEGREE']} load streams",
         highlight=False,
     )
@@ -404,7 +398,7 @@ def verify(targets: tuple[str, ...], data_dir: Path | None, as_json: bool, **par
         ]
         if len(docs) == 1:
             del docs[0]["target"]
-        click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2, default=str))
+        _echo_json(docs)
     else:
         for resolved, result in results:
             _print_verify(result, _titled("Data set verification", resolved, len(results)))
@@ -429,24 +423,15 @@ def doctor(targets: tuple[str, ...], data_dir: Path | None, as_json: bool, **par
       slob doctor --target postgresql://bench@db1/slob --sessions 64
       slob doctor --target "host=/var/run/postgresql dbname=slob" --json
     """
-    from openslob.engines.postgres.doctor import diagnose_target
+    from openslob.engines.registry import diagnose
 
     config = config_from_click(params, "run")
     resolved_targets = resolve_targets(targets, config, data_dir)
     # Each instance is checked for the sessions it gets (round robin over the instances).
     share = -(-config.session_count // len(resolved_targets))
-
-    def check(resolved: Target) -> list[Any]:
-        if resolved.engine == "mariadb":
-            from openslob.engines.mariadb.doctor import diagnose_target as diagnose_mariadb
-
-            return diagnose_mariadb(resolved.connect_kwargs or {}, config, sessions=share)
-        return diagnose_target(resolved.conninfo, config, sessions=share)
-
-    checked = [(resolved, check(resolved)) for resolved in resolved_targets]
+    checked = [(t, diagnose(t, config, share)) for t in resolved_targets]
     if as_json:
-        docs = [[f.__dict__ for f in findings] for _, findings in checked]
-        click.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
+        _echo_json([[f.__dict__ for f in findings] for _, findings in checked])
     else:
         colour = {"ok": "green", "warn": "yellow", "fail": "bold red"}
         for resolved, findings in checked:
@@ -458,6 +443,15 @@ def doctor(targets: tuple[str, ...], data_dir: Path | None, as_json: bool, **par
             out.print(table)
     failed = any(f.verdict == "fail" for _, findings in checked for f in findings)
     sys.exit(1 if failed else 0)
+
+
+def _echo_json(per_instance: list[Any]) -> None:
+    """One instance's document as it is, several as a list (one entry per --target)."""
+    click.echo(
+        json.dumps(
+            per_instance[0] if len(per_instance) == 1 else per_instance, indent=2, default=str
+        )
+    )
 
 
 def _print_verify(result: VerifyResult, title: str = "Data set verification") -> None:
@@ -779,7 +773,6 @@ def calibrate(
       slob calibrate --calibrate-dir /u02/pgdata/openslob --json
     """
     from openslob.calibrate import run_fio
-    from openslob.servers.embedded import EmbeddedServer
 
     directory = calibrate_dir or EmbeddedServer(data_dir).data_dir / "calibrate"
     result = run_fio(directory, sessions, run_time, size)

@@ -21,13 +21,15 @@ from typing import Any
 
 from openslob import __version__, combine, host
 from openslob.engines import registry
+from openslob.engines.registry import OP_TYPES
+from openslob.engines.tables import CACHE_RATIO, schema_order
 from openslob.histogram import Histogram
 from openslob.options import Config
+from openslob.rates import per_s
 from openslob.run import RunRecord, SessionOutcome
 
 # 2: instances[] (per-instance figures and snapshots); metrics are the totals over them
 SCHEMA_VERSION = 2
-OP_TYPES = ("select", "update", "scan")
 READ_MISMATCH_PCT = 10
 CPU_SATURATED_PCT = 90
 
@@ -91,17 +93,14 @@ def build_metrics(
             ops_source.append("pg_stat_statements (loop results were lost with the cancel)")
     metrics: dict[str, Any] = {}
 
-    def per_s(value: float | None) -> float | None:
-        return None if value is None or seconds <= 0 else value / seconds
-
     if ops is None:
         metrics.update(
             dict.fromkeys(("slobops_per_s", "selects_per_s", "updates_per_s", "scans_per_s"))
         )
     else:
-        metrics["slobops_per_s"] = per_s(sum(ops.values()))
+        metrics["slobops_per_s"] = per_s(sum(ops.values()), seconds)
         for kind in OP_TYPES:
-            metrics[f"{kind}s_per_s"] = per_s(ops[kind])
+            metrics[f"{kind}s_per_s"] = per_s(ops[kind], seconds)
     if inst.db_before and inst.db_after and seconds > 0:
         metrics.update(
             registry.window_metrics(
@@ -185,11 +184,11 @@ def _warnings(
         for k, i in enumerate(instances)
     )
     pio = all(i.profile in (None, "pio") for i in instances)
-    if pio and cache and data_bytes < 10 * cache:
+    if pio and cache and data_bytes < CACHE_RATIO * cache:
         share = min(cache / data_bytes * 100, 100) if data_bytes else 100
         name = registry.cache_name(instances[0].engine["name"])
         warnings.append(
-            f"the data set ({data_bytes / 2**20:,.0f} MB) is less than 10x {name} "
+            f"the data set ({data_bytes / 2**20:,.0f} MB) is less than {CACHE_RATIO}x {name} "
             f"({cache / 2**20:,.0f} MB): up to {share:.0f} % of it can be cached, "
             "so physical reads are understated. Raise SCALE or SCHEMAS."
         )
@@ -286,7 +285,7 @@ def _instance_entry(
         "engine": {**info.engine, "profile": info.profile},
         "host": info.host_info,
         "sessions": [o.id for o in sessions],
-        "schemas": sorted({o.schema for o in sessions}, key=lambda n: (len(n), n)),
+        "schemas": sorted({o.schema for o in sessions}, key=schema_order),
         "metrics": metrics,
         "latency": _latency(sessions),
         "waits": _waits(inst.waits),
@@ -371,6 +370,10 @@ def build_run_json(
             "figures, I/O breakdown and statements are in instances[]"
         )
     single = entries[0] if len(entries) == 1 else None
+    taken = [
+        [(i.db_before or {}).get("taken_at"), (i.db_after or {}).get("taken_at")]
+        for i in record.instances
+    ]
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "openslob", "version": __version__},
@@ -389,17 +392,8 @@ def build_run_json(
             "barrier": iso(record.start_at),
             "last_op_end": iso(record.last_op_end),
             "planned_end": iso(record.planned_end),
-            "db_snapshots": [
-                [(i.db_before or {}).get("taken_at"), (i.db_after or {}).get("taken_at")]
-                for i in record.instances
-            ]
-            if len(entries) > 1
-            else [
-                (single or {})["snapshots"]["before"]
-                and single["snapshots"]["before"].get("taken_at"),
-                (single or {})["snapshots"]["after"]
-                and single["snapshots"]["after"].get("taken_at"),
-            ],
+            # [before, after] times; one pair per instance when there are several
+            "db_snapshots": taken[0] if len(taken) == 1 else taken,
             "connect_seconds": None
             if record.connect_seconds is None
             else round(record.connect_seconds, 3),

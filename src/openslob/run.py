@@ -401,8 +401,7 @@ class RunController:
             signal.signal(signal.SIGINT, previous)
             for instance in self.instances:
                 instance.record.leftover_backends = instance.backend.terminate_leftovers()
-                if hasattr(instance.backend, "shutdown"):  # its worker threads (MariaDB)
-                    instance.backend.shutdown()
+                instance.backend.shutdown()  # MariaDB's worker threads
         return self.record
 
     def _backend(self, session: WorkSession) -> Any:

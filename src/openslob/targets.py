@@ -58,6 +58,15 @@ class Target:
         return redact(self.conninfo)
 
 
+def private_server(
+    engine: str, page_size: str, data_dir: Path | None
+) -> EmbeddedServer | EmbeddedMariaDB:
+    """The private server of an engine (not started): `slob server …`."""
+    if engine == "mariadb":
+        return EmbeddedMariaDB(data_dir, page_size)
+    return EmbeddedServer(data_dir)
+
+
 def resolve_target(
     target: str | None, data_dir: Path | None, *, start: bool = True, page_size: str = "16k"
 ) -> Target:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from openslob.engines.base import Engine
-from openslob.options import BLOCK_SIZE
+from openslob.engines.base import Engine, Finding
+from openslob.options import BLOCK_SIZE, Config
 from openslob.targets import Target
 
 POSTGRESQL, MARIADB = "postgresql", "mariadb"
+OP_TYPES = ("select", "update", "scan")  # the loop's op kinds, as run.json names them
 
 
 def engine_for(target: Target) -> Engine:
@@ -23,6 +24,17 @@ def engine_for(target: Target) -> Engine:
     from openslob.engines.postgres.engine import PostgresEngine
 
     return PostgresEngine(target.conninfo)
+
+
+def diagnose(target: Target, config: Config, sessions: int) -> list[Finding]:
+    """`slob doctor`'s findings for one target, checked for `sessions` sessions."""
+    if target.engine == MARIADB:
+        from openslob.engines.mariadb.doctor import diagnose_target as diagnose_mariadb
+
+        return diagnose_mariadb(target.connect_kwargs or {}, config, sessions)
+    from openslob.engines.postgres.doctor import diagnose_target
+
+    return diagnose_target(target.conninfo, config, sessions)
 
 
 def run_backend_for(target: Target, application_name: str, sessions: int) -> Any:
@@ -99,10 +111,7 @@ def ops_from_statements(
     last = stats.loop_counters(after.get("statements"))
     if first is None or last is None:
         return None
-    return {kind: int(last[f"calls_{kind}"] - first[f"calls_{kind}"]) for kind in OP_KINDS}
-
-
-OP_KINDS = ("select", "update", "scan")
+    return {kind: int(last[f"calls_{kind}"] - first[f"calls_{kind}"]) for kind in OP_TYPES}
 
 
 def cache_bytes(engine: str, settings: dict[str, str]) -> int:
@@ -121,6 +130,5 @@ def table_bytes(engine: str, settings: dict[str, str], rows: int) -> int:
     if engine == MARIADB and settings.get("innodb_page_size"):
         from openslob.engines.mariadb.layout import layout_for
 
-        layout = layout_for(int(settings["innodb_page_size"]))
-        return -(-rows // layout.rows_per_page) * layout.page_size
+        return layout_for(int(settings["innodb_page_size"])).table_bytes(rows)
     return rows * BLOCK_SIZE

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from openslob.options import Config
 
+# Physical-I/O tests want the data set at least this many times the database's cache (the
+# run's warning and both doctors).
+CACHE_RATIO = 10
+
 
 def schema_name(index: int) -> str:
     return f"user{index}"
+
+
+def schema_order(name: str) -> tuple[int, str]:
+    """Sort key of schema names in natural order: user2 before user10."""
+    return len(name), name
+
+
+def correlation_limit(rows: int) -> float:
+    """|r| a random shuffle stays under: 5 standard errors (1/sqrt(n)), at least 0.05."""
+    return max(0.05, 5 / math.sqrt(max(rows, 1)))
 
 
 def schema_seed(seed: int, schema_index: int) -> int:
@@ -51,6 +66,19 @@ def config_tables(config: Config, spec: type[Spec]) -> list[Spec]:
     return wanted_tables(
         config["SCHEMAS"], config["SCALE"], config["SCAN_TABLE_SZ"], config["SEED"], spec
     )
+
+
+def with_references(specs: list[Spec]) -> list[tuple[Spec, Spec | None]]:
+    """Each table with the one verify compares its page order against: another schema's CF1
+    (independent shuffles), none for scan tables or a lone schema."""
+    cf1 = [spec for spec in specs if spec.table == "cf1"]
+    pairs: list[tuple[Spec, Spec | None]] = []
+    for spec in specs:
+        reference = None
+        if spec.table == "cf1" and len(cf1) > 1:
+            reference = cf1[1] if spec is cf1[0] else cf1[0]
+        pairs.append((spec, reference))
+    return pairs
 
 
 class Planner(Protocol):

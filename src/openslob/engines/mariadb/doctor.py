@@ -3,20 +3,19 @@ change. Every finding is read from the server; verdicts as for PostgreSQL (ok / 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import pymysql
 
 from openslob.engines.base import Finding
-from openslob.engines.mariadb.connection import check_version, connect
+from openslob.engines.mariadb.connection import check_version, connect, global_variables
 from openslob.engines.mariadb.layout import layout_for
 from openslob.engines.mariadb.stats import DATA_FILE
+from openslob.engines.tables import CACHE_RATIO
 from openslob.errors import OpenslobError, SetupError
 from openslob.options import Config
 
-CACHE_RATIO = 10  # the run's pio warning: a data set at least 10x the cache
 # What setup and the run do: databases, tables, the loop procedures, and the metadata table.
 SETUP_PRIVILEGES = ("CREATE", "DROP", "INDEX", "ALTER", "CREATE ROUTINE", "ALTER ROUTINE")
 DIRECT_FLUSH = ("O_DIRECT", "O_DIRECT_NO_FSYNC")
@@ -32,12 +31,6 @@ def diagnose_target(
         raise OpenslobError(str(exc)) from exc
     with conn:
         return diagnose(conn, config, sessions or config.session_count)
-
-
-def _variables(conn: pymysql.connections.Connection) -> dict[str, str]:
-    with conn.cursor() as cur:
-        cur.execute("SHOW GLOBAL VARIABLES")
-        return {name.lower(): str(value) for name, value in cur.fetchall()}
 
 
 def _status(conn: pymysql.connections.Connection, name: str) -> int:
@@ -60,7 +53,7 @@ def diagnose(conn: pymysql.connections.Connection, config: Config, sessions: int
             "warn",
             "MySQL is accepted but openslob was tested on MariaDB",
         )
-    settings = _variables(conn)
+    settings = global_variables(conn)
     findings += _privileges(conn)
     findings += _statistics(conn, settings)
     findings += _io_path(settings, config)
@@ -181,7 +174,7 @@ def _io_path(settings: dict[str, str], config: Config) -> list[Finding]:
     )
     page = int(settings.get("innodb_page_size", "16384"))
     layout = layout_for(page)
-    data = config["SCHEMAS"] * math.ceil(config["SCALE"] / layout.rows_per_page) * page
+    data = config["SCHEMAS"] * layout.table_bytes(config["SCALE"])
     pool = int(settings.get("innodb_buffer_pool_size", "0"))
     ok = data >= CACHE_RATIO * pool
     findings.append(

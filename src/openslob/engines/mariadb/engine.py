@@ -2,41 +2,26 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from openslob.engines import tables
 from openslob.engines.base import Check, Engine, ProgressCallback, SetupResult, VerifyResult
 from openslob.engines.mariadb.connection import (
+    SHAPING_SETTINGS,
     check_version,
     connect,
     describe_target,
+    global_variables,
     page_size,
 )
 from openslob.engines.mariadb.dataset import DatasetLoader, TableSpec
 from openslob.engines.mariadb.layout import RowLayout, layout_for
 from openslob.engines.mariadb.verify import TableVerifier
 from openslob.engines.mariadb.workload import install_procedures
+from openslob.engines.tables import schema_order
 from openslob.options import Config
 
-DESCRIBED_SETTINGS = (
-    "innodb_page_size",
-    "innodb_buffer_pool_size",
-    "innodb_flush_method",
-    "innodb_flush_log_at_trx_commit",
-    "innodb_doublewrite",
-    "innodb_read_ahead_threshold",
-    "innodb_random_read_ahead",
-    "innodb_change_buffering",
-    "innodb_adaptive_hash_index",
-    "innodb_flush_neighbors",
-    "innodb_log_file_size",
-    "innodb_log_buffer_size",
-    "performance_schema",
-    "max_connections",
-    "sync_binlog",
-    "log_bin",
-)
+DESCRIBED_SETTINGS = (*SHAPING_SETTINGS, "sync_binlog", "log_bin")
 
 
 def _specs(config: Config) -> list[TableSpec]:
@@ -59,14 +44,9 @@ class MariaDBEngine(Engine):
             return layout_for(page_size(conn))
 
     def describe(self) -> dict[str, Any]:
-        with connect(self.connect_kwargs) as conn, conn.cursor() as cur:
+        with connect(self.connect_kwargs) as conn:
             version = check_version(conn)
-            cur.execute(
-                "SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE"
-                " FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME IN %s",
-                [tuple(name.upper() for name in DESCRIBED_SETTINGS)],
-            )
-            settings = {name: str(value) for name, value in cur.fetchall()}
+            settings = global_variables(conn, DESCRIBED_SETTINGS)
         return {
             "name": self.name,
             "version": version,
@@ -79,7 +59,7 @@ class MariaDBEngine(Engine):
         self.layout()  # version first, before anything is changed
         specs = _specs(config)
         result = self._loader.load(specs, config["LOAD_PARALLEL_DEGREE"], progress)
-        schemas = sorted({spec.schema for spec in specs}, key=lambda n: (len(n), n))
+        schemas = sorted({spec.schema for spec in specs}, key=schema_order)
         with connect(self.connect_kwargs) as conn:
             install_procedures(conn, schemas)
         extra = [s for s in self._loader.existing_schemas() if s not in schemas]
@@ -93,8 +73,7 @@ class MariaDBEngine(Engine):
     def bytes_to_load(self, config: Config) -> int:
         layout = self.layout()
         todo, _ = self._loader.plan(_specs(config))
-        pages = sum(math.ceil(spec.rows / layout.rows_per_page) for spec in todo)
-        return pages * layout.page_size
+        return sum(layout.table_bytes(spec.rows) for spec in todo)
 
     def verify(self, config: Config) -> VerifyResult:
         layout = self.layout()
@@ -102,11 +81,7 @@ class MariaDBEngine(Engine):
         checks: list[Check] = []
         with connect(self.connect_kwargs) as conn:
             verifier = TableVerifier(conn, layout)
-            cf1 = [spec for spec in specs if spec.table == "cf1"]
-            for spec in specs:
-                reference = None
-                if spec.table == "cf1" and len(cf1) > 1:
-                    reference = cf1[1] if spec is cf1[0] else cf1[0]
+            for spec, reference in tables.with_references(specs):
                 checks += verifier.check(spec, reference)
         return VerifyResult(checks)
 
@@ -120,8 +95,7 @@ class MariaDBEngine(Engine):
         return tables.missing_tables(self._loader, config, TableSpec, schemas)
 
     def data_bytes(self, rows: int) -> int:
-        layout = self.layout()
-        return math.ceil(rows / layout.rows_per_page) * layout.page_size
+        return self.layout().table_bytes(rows)
 
     def has_data(self) -> bool:
         return bool(self._loader.existing_schemas())

@@ -42,10 +42,9 @@ class RowLayout:
     record_bytes: int  # estimated on-page record size
     rows_per_page: int  # leaf rows per page an ordered load produces (measured by verify)
 
-    @property
-    def row_bytes(self) -> int:
-        """Pad bytes of one row (what LENGTH() of c2..c20 adds up to)."""
-        return self.pad * len(PAD_COLUMNS)
+    def table_bytes(self, rows: int) -> int:
+        """Bytes of the leaf pages `rows` rows fill."""
+        return math.ceil(rows / self.rows_per_page) * self.page_size
 
 
 def max_inline_record(page_size: int) -> int:
@@ -74,7 +73,3 @@ def layout_for(page_size: int) -> RowLayout:
     while (rows + 1) * record <= free and rows * record + reserve + record <= free:
         rows += 1
     return RowLayout(page_size, pad, record, rows)
-
-
-def leaf_pages_expected(rows: int, layout: RowLayout) -> int:
-    return math.ceil(rows / layout.rows_per_page)

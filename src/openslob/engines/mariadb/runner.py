@@ -22,8 +22,8 @@ from typing import Any
 import pymysql
 
 from openslob.engines.mariadb import stats
-from openslob.engines.mariadb.connection import connect
-from openslob.engines.mariadb.workload import SESSION_SETTINGS, call_statement, install_procedures
+from openslob.engines.mariadb.connection import SHAPING_SETTINGS, connect, global_variables
+from openslob.engines.mariadb.workload import SESSION_SETTINGS, call_statement
 from openslob.errors import SetupError
 
 QUERY_INTERRUPTED = 1317  # ER_QUERY_INTERRUPTED: the answer to KILL QUERY
@@ -82,11 +82,6 @@ class MariaDBRunBackend:
 
     async def _run(self, func: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._threads, func, *args)
-
-    def install_procedures(self, schemas: list[str]) -> None:
-        """(Re)create userN.slob_work for the run's schemas (before the sessions open)."""
-        with connect(self.connect_kwargs) as conn:
-            install_procedures(conn, schemas)
 
     def _open(self, session_id: int, schema: str) -> WorkSession:
         conn = connect(self.connect_kwargs, program_name=self.application_name)
@@ -159,30 +154,12 @@ class MariaDBRunBackend:
 
     def settings(self) -> dict[str, str]:
         """Settings the run's figures depend on (timing on/off, cache size, data dir)."""
-        with connect(self.connect_kwargs) as conn, conn.cursor() as cur:
-            cur.execute(
-                "SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE"
-                " FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME IN %s",
-                [tuple(name.upper() for name in RUN_SETTINGS)],
-            )
-            return {name: str(value) for name, value in cur.fetchall()}
+        with connect(self.connect_kwargs) as conn:
+            return global_variables(conn, RUN_SETTINGS)
 
     def shutdown(self) -> None:
         """Release the worker threads (after every session is closed)."""
         self._threads.shutdown(wait=False, cancel_futures=True)
 
 
-RUN_SETTINGS = (
-    "performance_schema",
-    "innodb_buffer_pool_size",
-    "innodb_page_size",
-    "innodb_flush_method",
-    "innodb_flush_log_at_trx_commit",
-    "innodb_doublewrite",
-    "innodb_read_ahead_threshold",
-    "innodb_random_read_ahead",
-    "max_connections",
-    "datadir",
-    "pid_file",
-    "version",
-)
+RUN_SETTINGS = (*SHAPING_SETTINGS, "datadir", "pid_file", "version")

@@ -25,7 +25,7 @@ from openslob.engines.base import Check
 from openslob.engines.mariadb.connection import ident
 from openslob.engines.mariadb.dataset import LAYOUT_VERSION, META_DB, META_TABLE, TableSpec
 from openslob.engines.mariadb.layout import RowLayout
-from openslob.engines.postgres.verify import correlation_limit
+from openslob.engines.tables import correlation_limit
 
 RECORD_SIZE_TOLERANCE = 16  # bytes between the estimated and the measured record size
 # Internal (non-leaf) records are ~20 bytes; leaf records of the SLOB tables are > 1 KB.

@@ -27,6 +27,7 @@ from psycopg import sql
 
 from openslob.engines import tables
 from openslob.engines.base import ProgressCallback, SetupResult, TableLoad
+from openslob.engines.tables import schema_order
 from openslob.errors import SetupError
 
 BLOCK_SIZE = 8192
@@ -43,10 +44,6 @@ LOADER_APP = "openslob-load"
 class TableSpec(tables.TableSpec):
     def key(self) -> dict[str, object]:
         return {"rows": self.rows, "seed": self.seed, "layout": LAYOUT_VERSION}
-
-
-def wanted_tables(schemas: int, scale: int, scan_rows: int, seed: int) -> list[TableSpec]:
-    return tables.wanted_tables(schemas, scale, scan_rows, seed, TableSpec)
 
 
 # ------------------------------------------------------------------------------- SQL
@@ -386,7 +383,7 @@ class DatasetLoader:
                     )
                 )
             ]
-        return sorted(names, key=lambda n: (len(n), n))
+        return sorted(names, key=schema_order)
 
     def drop_all(self) -> list[str]:
         schemas = self.existing_schemas()

@@ -12,13 +12,12 @@ from pathlib import Path
 import psycopg
 
 from openslob.engines.base import Finding
+from openslob.engines.tables import CACHE_RATIO
 from openslob.errors import OpenslobError
 from openslob.options import BLOCK_SIZE, Config
 from openslob.run import session_schemas
 
 MIN_VERSION = 130000
-# The pio rule of thumb the run's warning uses: a data set at least 10x the cache.
-CACHE_RATIO = 10
 
 
 def _setting(conn: psycopg.Connection, name: str) -> str | None:

@@ -118,11 +118,7 @@ class PostgresEngine(Engine):
         checks: list[Check] = []
         with self._connect() as conn:
             verifier = TableVerifier(conn, amcheck_available(conn))
-            cf1 = [spec for spec in specs if spec.table == "cf1"]
-            for spec in specs:
-                reference = None
-                if spec.table == "cf1" and len(cf1) > 1:
-                    reference = cf1[1] if spec is cf1[0] else cf1[0]
+            for spec, reference in tables.with_references(specs):
                 checks += verifier.check(spec, reference)
         return VerifyResult(checks)
 

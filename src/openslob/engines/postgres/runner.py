@@ -176,6 +176,9 @@ class PostgresRunBackend:
         with contextlib.suppress(psycopg.Error, OSError):
             await session.conn.close()
 
+    def shutdown(self) -> None:
+        """Nothing to release: sessions are async connections on the run's event loop."""
+
     def monitor(self, role: str) -> Monitor:
         return Monitor(self.conninfo, f"{self.application_name} {role}")
 

@@ -8,8 +8,6 @@ where the amcheck extension can be used, an index-vs-heap check.
 
 from __future__ import annotations
 
-import math
-
 import psycopg
 from psycopg import sql
 
@@ -21,11 +19,7 @@ from openslob.engines.postgres.dataset import (
     PAD_COLUMNS,
     TableSpec,
 )
-
-
-def correlation_limit(rows: int) -> float:
-    """|r| a random shuffle stays under: 5 standard errors (1/sqrt(n)), at least 0.05."""
-    return max(0.05, 5 / math.sqrt(max(rows, 1)))
+from openslob.engines.tables import correlation_limit
 
 
 def _page_map(spec: TableSpec) -> sql.Composed:
