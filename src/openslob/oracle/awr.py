@@ -142,19 +142,28 @@ _TITLES = {
 }
 _GLOBAL = re.compile(r"^WORKLOAD REPOSITORY (?:REPORT \(RAC\)|GLOBAL REPORT)", re.I)
 _COMPARE = re.compile(r"COMPARE PERIOD", re.I)
+_COMPARE_TITLE = re.compile(r"^WORKLOAD REPOSITORY COMPARE PERIOD REPORT", re.I)
 
 
 def _kv_table(doc: Doc, title_idx: int) -> dict[str, str] | None:
-    """A one-row table (DB Name / Host Name): normalised header text -> cell; None when the
-    line under the title is no rule (another layout)."""
+    """A one-row table (DB Name / Host Name): normalised header text -> cell; None when no
+    rule follows (another layout). SQL*Plus wraps a row longer than its line size, so a table
+    can come as 2 heading lines, 2 rule lines and 2 value lines (Statspack 12.1's host table:
+    'Host Name Platform CPUs' / 'Cores Sockets Memory (G)'); line j of each goes together."""
     lines = doc.lines
-    rule = title_idx + 1
-    if rule + 1 >= len(lines) or not RULE.match(lines[rule]):
+    wrap = 1
+    while wrap < 3 and title_idx + wrap < len(lines) and not RULE.match(lines[title_idx + wrap]):
+        wrap += 1
+    rules = lines[title_idx + wrap : title_idx + 2 * wrap]
+    values = lines[title_idx + 2 * wrap : title_idx + 3 * wrap]
+    if wrap == 3 or len(values) < wrap or not all(RULE.match(rule) for rule in rules):
         return None
-    spans_ = spans(lines[rule])
-    heads = [" ".join(h.split()).lower() for h in cells(lines[title_idx], spans_)]
-    vals = cells(lines[rule + 1], spans_)
-    return {h: v for h, v in zip(heads, vals, strict=False) if h}
+    out: dict[str, str] = {}
+    for heading, rule, value in zip(lines[title_idx:], rules, values, strict=False):
+        spans_ = spans(rule)
+        heads = [" ".join(h.split()).lower() for h in cells(heading, spans_)]
+        out.update({h: v for h, v in zip(heads, cells(value, spans_), strict=False) if h})
+    return out
 
 
 def _snap_time(text: str) -> str | None:
@@ -184,8 +193,7 @@ def _db_table(h: dict[str, Any], t: dict[str, str]) -> None:
 
 
 def _host_table(h: dict[str, Any], t: dict[str, str]) -> None:
-    """Host Name / Platform / CPUs ...: also the second half of a table printed over two lines
-    (Statspack 12.1: 'Host Name Platform CPUs' then 'Cores Sockets Memory (G)')."""
+    """Host Name / Platform / CPUs / Cores / Sockets / Memory."""
     host = [v for k, v in t.items() if ("host" in k or k == "name") and v]
     if host:
         h["host"] = host[0]
@@ -218,7 +226,7 @@ def _header(doc: Doc) -> dict[str, Any]:
                 h["instance"] = table.get("instance") or None
                 h["inst_num"] = _int(table.get("inst num"))
                 h["startup_time"] = table.get("startup time") or None
-        elif (low.startswith("host") and "platform" in low) or low.startswith("cores "):
+        elif low.startswith("host") and "platform" in low:
             table = _kv_table(doc, i)
             if table is None:
                 doc.note("header", f"host table '{line.strip()}' not in a known layout")
@@ -348,11 +356,8 @@ def _stat_table(doc: Doc, titles: tuple[str, ...], cols: tuple[str, ...]) -> dic
 def looks_like_oracle_report(text: str) -> bool:
     """True when the text is an AWR, RAC global or Statspack text report (title near the top)."""
     head = text[:20_000].replace("\r", "").replace("\f", "")
-    return any(
-        rx.match(line.strip()) or _GLOBAL.match(line.strip())
-        for line in head.split("\n")[:200]
-        for rx in _TITLES.values()
-    )
+    titles = [*_TITLES.values(), _GLOBAL, _COMPARE_TITLE]  # compare: read to say it is refused
+    return any(rx.match(line.strip()) for line in head.split("\n")[:200] for rx in titles)
 
 
 def _kind(doc: Doc) -> str:

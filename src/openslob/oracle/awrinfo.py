@@ -130,9 +130,7 @@ def _latencies(report: OracleReport, row: dict[str, Any], notes: list[str]) -> N
         if ev.waits and ev.time_s == 0:
             notes.append(f"{key}: total printed as 0 s (awr_info prints 0)")
         elif (ev.latency_err_pct or 0) > IMPRECISE_PCT:
-            notes.append(
-                f"{key} ±{ev.latency_err_pct:.0f}% (total printed as {ev.time_s:g} s)"
-            )
+            notes.append(f"{key} ±{ev.latency_err_pct:.0f}% (total printed as {ev.time_s:g} s)")
 
 
 def _cpu_sum(report: OracleReport) -> float | None:
@@ -183,9 +181,7 @@ def awr_row(report: OracleReport, parent: OracleReport | None = None) -> dict[st
             "PREAD_BLKS": _round(report.load("Physical reads", "Physical read (blocks)"), 1),
             "PWRITE_BLKS": _round(report.load("Physical writes", "Physical write (blocks)"), 1),
             "DB_READ_MBS": _round(_div(report.stat("physical read bytes", "per_second"), MB), 3),
-            "DB_WRITE_MBS": _round(
-                _div(report.stat("physical write bytes", "per_second"), MB), 3
-            ),
+            "DB_WRITE_MBS": _round(_div(report.stat("physical write bytes", "per_second"), MB), 3),
         }
     )
     for *_, precise_key in LATENCIES:

@@ -126,9 +126,7 @@ def wait_list(report: OracleReport) -> list[dict[str, Any]]:
         events = [ev for ev in events if ev.pct_time is not None]
     if not events:
         events = [ev for ev in report.top_events or [] if ev.event not in CPU_EVENTS]
-    events = [
-        ev for ev in events if ev.time_s is not None and not is_idle(ev.event, ev.wait_class)
-    ]
+    events = [ev for ev in events if ev.time_s is not None and not is_idle(ev.event, ev.wait_class)]
     total = sum(ev.time_s for ev in events)  # type: ignore[misc]
     events = sorted(events, key=lambda ev: ev.time_s or 0, reverse=True)
     return [

@@ -328,7 +328,9 @@ def _add_waits(lists: list[list[WaitEvent] | None]) -> list[WaitEvent] | None:
     merged: dict[str, WaitEvent] = {}
     for events in lists:
         for ev in events or []:
-            acc = merged.setdefault(ev.event, WaitEvent(ev.event, 0, 0, None, None, ev.wait_class, 0))
+            acc = merged.setdefault(
+                ev.event, WaitEvent(ev.event, 0, 0, None, None, ev.wait_class, 0)
+            )
             acc.waits = _sum([acc.waits, ev.waits])
             acc.time_s = _sum([acc.time_s, ev.time_s])
             acc.time_err_s = _sum([acc.time_err_s, ev.time_err_s])
@@ -351,9 +353,7 @@ def _add_up(parts: list[OracleReport]) -> OracleReport:
         kind=parts[0].kind,
         header=header,
         load_profile=_add_rows([p.load_profile for p in parts], ("per_second",)),
-        instance_activity=_add_rows(
-            [p.instance_activity for p in parts], ("total", "per_second")
-        ),
+        instance_activity=_add_rows([p.instance_activity for p in parts], ("total", "per_second")),
         foreground_waits=_add_waits([p.foreground_waits for p in parts]),
         background_waits=_add_waits([p.background_waits for p in parts]),
         time_model=_add_rows([p.time_model for p in parts], ("time_s",)),

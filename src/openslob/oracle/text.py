@@ -160,7 +160,8 @@ class Doc:
 
         ended=True: the table must close with the indented end rule (AWR/Statspack print one
         under every section); reaching the end of the file first means the file was cut: the
-        section is noted as a problem and None returned (its figures are unknown, not empty).
+        section is noted as a problem and the rows before the cut are returned (each row is
+        read as printed; the rows after the cut are unknown, not absent).
         ended=False (Top N events): the table ends at the first blank or non-row line.
         """
         lines = self.lines
@@ -196,14 +197,14 @@ class Doc:
             rows.append(cells(line, spans_))
         if ended:
             self.note(section, "ends before its closing rule (file truncated)")
-            return None
         return rows
 
-    def grid(self, title_idx: int, section: str, *, closed: bool = True) -> Grid | None:
+    def grid(self, title_idx: int, section: str, *, closed: bool = True) -> Grid:
         """A 12c+ RAC table with group headings over its column header: the spans come from
         the last rule before the first line holding a number; a page break that repeats the
         title and headings is skipped. closed=True: rows run to the closing rule (None and a
-        problem noted when the file ends first); closed=False: to the first blank line."""
+        problem noted when the file ends first, the rows before the cut kept); closed=False: to
+        the first blank line or the next title."""
         grid = Grid([], [])
         spans_: list[tuple[int, int]] | None = None
         prev = ""
@@ -234,10 +235,9 @@ class Doc:
                 continue
             if grid.rows or any(parse_duration_ms(c) is not None for c in row):
                 grid.rows.append(row)
-        if not closed:
-            return grid
-        self.note(section, "ends before its closing rule (file truncated)")
-        return None
+        if closed:
+            self.note(section, "ends before its closing rule (file truncated)")
+        return grid
 
 
 @dataclass

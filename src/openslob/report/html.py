@@ -134,7 +134,7 @@ def write_html(
     else:
         text = sweep_html(refs, title or f"openslob sweep {refs[0].label}")
     if problems:
-        marker = '</p>'  # after the page's meta line
+        marker = "</p>"  # after the page's meta line
         text = text.replace(marker, marker + _problems(problems), 1)
     output.write_text(text)
     return output
