@@ -88,10 +88,12 @@ def find_runs(
 ) -> list[RunRef]:
     """Every run under the given paths, sweeps in plan order, others sorted by path.
 
-    An Oracle report that cannot be parsed is appended to `errors` (one line naming the file
-    and section) when a list is given, so the other files still count; else it raises.
+    An Oracle report that cannot be read, or only in part, is appended to `errors` (one line
+    naming the file and section) when a list is given, so the other files still count; else
+    it raises. When nothing at all could be read, the error says why for every file.
     oracle_names: where an Oracle report's UPDATE_PCT and sessions are in its path (named
-    groups pct, sessions); default SLOB/flashdba's awr.<pct>.<sessions>.txt.
+    groups pct, sessions); default SLOB/flashdba's awr.<pct>.<sessions>.txt and SLOB kits'
+    awr.txt.<sessions>.
     """
     found: list[RunRef] = []
     seen: set[Path] = set()

@@ -114,6 +114,12 @@ class OracleReport:
         row = (self.instance_activity or {}).get(name)
         return None if row is None else row.get(column)
 
+    def rate(self, stat: str, *load_names: str) -> float | None:
+        """Per-second figure of an Instance Activity statistic; else the Load Profile row
+        (12c+ Load Profile rows such as 'Read IO requests' are the same statistic)."""
+        value = self.stat(stat, "per_second")
+        return value if value is not None else self.load(*load_names)
+
     def wait(self, event: str, background: bool = False) -> WaitEvent | None:
         """A wait event by name; AWR truncates names to the column width, so match prefixes."""
         events = self.background_waits if background else self.foreground_waits

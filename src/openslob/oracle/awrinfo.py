@@ -59,7 +59,7 @@ from typing import Any
 from openslob.oracle.awr import OracleReport, WaitEvent
 from openslob.oracle.idle import is_idle
 
-MB = 2**20
+MB = 2**20  # Oracle's "MB" (Load Profile Read IO (MB), awr_info's / 2^20) is 2**20 bytes
 # Latencies of awr_info (key, event, background?, precise column)
 LATENCIES = [
     ("DFSR_LAT", "db file sequential read", False, "DFSR_US"),
@@ -92,17 +92,12 @@ def bc_trunc1(value: float | None) -> float | None:
     return float((Decimal(repr(value)) / MB).quantize(Decimal("0.1"), rounding=ROUND_DOWN))
 
 
-def _div(value: float | None, by: float) -> float | None:
+def div(value: float | None, by: float) -> float | None:
     return None if value is None else value / by
 
 
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
-
-
-def _rate(report: OracleReport, stat: str, *load_names: str) -> float | None:
-    value = report.stat(stat, "per_second")
-    return value if value is not None else report.load(*load_names)
 
 
 def top_wait(report: OracleReport) -> WaitEvent | None:
@@ -138,13 +133,24 @@ def _cpu_sum(report: OracleReport) -> float | None:
     return None if fg is None or bg is None else round(fg + bg, 2)
 
 
+def dir_label(report: OracleReport, parent: OracleReport | None = None) -> str | None:
+    """The name of the directory the report (or the cluster it belongs to) lies in."""
+    owner = parent or report
+    return Path(owner.directory).name if owner.directory else None
+
+
+def file_label(report: OracleReport) -> str:
+    """The report's file name; an added-up cluster's: its instance files joined by ' + '."""
+    return " + ".join(Path(n).name for n in report.name.split(" + "))
+
+
 def _identity(report: OracleReport, parent: OracleReport | None) -> dict[str, Any]:
     owner = parent or report
     h = report.header
     snaps = (h.get("begin_snap"), h.get("end_snap"))
     return {
-        "DIR": Path(owner.directory).name if owner.directory else None,
-        "FILE": " + ".join(Path(n).name for n in report.name.split(" + ")),
+        "DIR": dir_label(report, parent),
+        "FILE": file_label(report),
         "DB": h.get("db_name"),
         "INST": h.get("instance"),
         "RELEASE": h.get("release"),
@@ -165,9 +171,9 @@ def awr_row(report: OracleReport, parent: OracleReport | None = None) -> dict[st
             "DB Tm": _round(report.load("DB Time(s)", "DB time(s)"), 2),
             "EXECUTES": trunc(report.load("Executes", "Executes (SQL)")),
             "LIO": trunc(report.load("Logical reads", "Logical read (blocks)", "Logical Reads")),
-            "PREADS": trunc(_rate(report, "physical read IO requests", "Read IO requests")),
+            "PREADS": trunc(report.rate("physical read IO requests", "Read IO requests")),
             "READ_MBS": printf_round(_total_mbs(report, "read"), 1),
-            "PWRITES": trunc(_rate(report, "physical write IO requests", "Write IO requests")),
+            "PWRITES": trunc(report.rate("physical write IO requests", "Write IO requests")),
             "WRITE_MBS": printf_round(_total_mbs(report, "write"), 0),
             "REDO_MBS": bc_trunc1(report.load("Redo size", "Redo size (bytes)")),
         }
@@ -180,8 +186,8 @@ def awr_row(report: OracleReport, parent: OracleReport | None = None) -> dict[st
             "DB+BG CPU": _cpu_sum(report),
             "PREAD_BLKS": _round(report.load("Physical reads", "Physical read (blocks)"), 1),
             "PWRITE_BLKS": _round(report.load("Physical writes", "Physical write (blocks)"), 1),
-            "DB_READ_MBS": _round(_div(report.stat("physical read bytes", "per_second"), MB), 3),
-            "DB_WRITE_MBS": _round(_div(report.stat("physical write bytes", "per_second"), MB), 3),
+            "DB_READ_MBS": _round(div(report.stat("physical read bytes", "per_second"), MB), 3),
+            "DB_WRITE_MBS": _round(div(report.stat("physical write bytes", "per_second"), MB), 3),
         }
     )
     for *_, precise_key in LATENCIES:
@@ -194,7 +200,7 @@ def awr_row(report: OracleReport, parent: OracleReport | None = None) -> dict[st
 def _total_mbs(report: OracleReport, way: str) -> float | None:
     """'physical <way> total bytes' per Second in MB; 12c+ Load Profile 'Read/Write IO (MB)'
     (the same statistic) when the activity section is missing."""
-    value = _div(report.stat(f"physical {way} total bytes", "per_second"), MB)
+    value = div(report.stat(f"physical {way} total bytes", "per_second"), MB)
     return value if value is not None else report.load(f"{way.capitalize()} IO (MB)")
 
 

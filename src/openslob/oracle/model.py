@@ -11,10 +11,8 @@ from typing import Any
 
 from openslob.errors import ConfigError
 from openslob.oracle.awr import OracleReport, WaitEvent
-from openslob.oracle.awrinfo import CPU_EVENTS, expand
+from openslob.oracle.awrinfo import CPU_EVENTS, MB, dir_label, div, expand, file_label
 from openslob.oracle.idle import is_idle
-
-MB = 2**20  # Oracle's "MB" in Load Profile (Read IO (MB)) is 2**20 bytes as well
 
 # flashdba's harness keeps awr.<update_pct>.<sessions>.txt or awr_<pct>_<sessions>.txt
 _NAME = re.compile(r"awr[._](\d+)[._](\d+)(?:\.txt)?$", re.I)
@@ -78,16 +76,6 @@ def _params(report: OracleReport, path: str | Path | None = None) -> tuple[int |
     return report.update_pct, report.sessions
 
 
-def _div(value: float | None, by: float) -> float | None:
-    return None if value is None else value / by
-
-
-def _rate(report: OracleReport, stat: str, *load_names: str) -> float | None:
-    """Per-second figure of an Instance Activity statistic; else the Load Profile row."""
-    value = report.stat(stat, "per_second")
-    return value if value is not None else report.load(*load_names)
-
-
 def _elapsed_s(report: OracleReport) -> float | None:
     minutes = report.header.get("elapsed_min")
     return None if minutes is None else round(minutes * 60, 3)
@@ -149,11 +137,11 @@ def metrics(report: OracleReport) -> dict[str, float | None]:
         # Read/write REQUESTS, not blocks: a multiblock read (db file parallel/scattered read)
         # is one I/O of several blocks; storage IOPS are requests. The Load Profile's
         # "Physical reads" counts blocks. 12c+ Load Profile "Read IO requests" is the fallback.
-        "pio_reads_per_s": _rate(report, "physical read IO requests", "Read IO requests"),
-        "pio_read_mb_per_s": _div(report.stat("physical read bytes", "per_second"), MB),
-        "pio_writes_per_s": _rate(report, "physical write IO requests", "Write IO requests"),
-        "pio_write_mb_per_s": _div(report.stat("physical write bytes", "per_second"), MB),
-        "wal_mb_per_s": _div(_rate(report, "redo size", "Redo size", "Redo size (bytes)"), MB),
+        "pio_reads_per_s": report.rate("physical read IO requests", "Read IO requests"),
+        "pio_read_mb_per_s": div(report.stat("physical read bytes", "per_second"), MB),
+        "pio_writes_per_s": report.rate("physical write IO requests", "Write IO requests"),
+        "pio_write_mb_per_s": div(report.stat("physical write bytes", "per_second"), MB),
+        "wal_mb_per_s": div(report.rate("redo size", "Redo size", "Redo size (bytes)"), MB),
         "commits_per_s": report.stat("user commits", "per_second"),
         "db_cpu_s": _db_cpu_s(report),
         "db_time_s": None if db_time_min is None else db_time_min * 60,
@@ -209,7 +197,6 @@ def _count(value: float | None) -> float | int | None:
 
 def _event_rows(report: OracleReport, parent: OracleReport | None) -> list[dict[str, Any]]:
     elapsed = _elapsed_s(report)
-    owner = parent or report
     rows = []
     for _key, event, background in IO_EVENTS:
         ev = _event(report, event, background)
@@ -218,8 +205,8 @@ def _event_rows(report: OracleReport, parent: OracleReport | None) -> list[dict[
         iops = ev.waits / elapsed if ev.waits is not None and elapsed else None
         rows.append(
             {
-                "Dir": Path(owner.directory).name if owner.directory else None,
-                "Filename": " + ".join(Path(n).name for n in report.name.split(" + ")),
+                "Dir": dir_label(report, parent),
+                "Filename": file_label(report),
                 "Inst": report.header.get("instance"),
                 "Event": event,
                 "Waits": _count(ev.waits),
