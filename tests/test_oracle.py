@@ -1,5 +1,7 @@
 """Oracle AWR / Statspack text reports -> openslob model. Expected values are worked out by hand
-from the fixture text (tests/data/oracle/*.txt, real reports; provenance in each file's header)."""
+from the fixture text (tests/data/oracle/*.txt, real reports; provenance in each file's header).
+RAC, awr_info parity and the constructed SLOB-kit/Statspack layouts: test_oracle_rac.py and
+test_oracle_awrinfo.py."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from openslob.errors import OpenslobError
 from openslob.oracle import (
     OracleReportError,
     awr_rows,
@@ -18,7 +19,7 @@ from openslob.oracle import (
     parse_report,
     to_run,
 )
-from openslob.oracle.awr import parse_duration_ms
+from openslob.oracle.text import parse_duration_ms
 
 DATA = Path(__file__).parent / "data" / "oracle"
 AWR11 = DATA / "awr_11.2.0.1_orcl_swingbench.txt"
@@ -135,6 +136,11 @@ def test_awr11_waits_and_latency():
     # log file parallel write: 258 s / 6,962 waits -> 37,058.3 µs (printed Avg wait: 37 ms)
     assert lfpw.latency_us == pytest.approx(37058.3, abs=0.1)
     assert r.instance_activity is None  # section not in the file -> None, not zeros
+    # the excerpt stops after Background Wait Events: named, not silently short
+    assert r.problems == [
+        f"{AWR11}: section 'Background Wait Events': the file ends here without "
+        "'End of Report' (truncated)"
+    ]
     assert r.os_stats["NUM_CPUS"] == 2 and r.os_stats["BUSY_TIME"] == 11245
     assert r.os_stats["PHYSICAL_MEMORY_BYTES"] == 2099740672
     assert r.time_model["DB CPU"]["time_s"] == 50.2
@@ -184,10 +190,18 @@ def test_awr11_rows():
     r = parse(AWR11)
     (row,) = awr_rows([r])
     assert row["FILE"] == AWR11.name and row["SESSIONS"] is None
-    assert row["ELAPSED"] == pytest.approx(361.8)
-    assert (row["DB CPU"], row["DB Tm"], row["EXECUTES"], row["LIO"]) == (0.1, 23.5, 256.5, 2021.9)
-    assert row["PREADS"] is None and row["REDO_MBS"] == 0.054
-    assert (row["DFSR_LAT"], row["DFPR_LAT"], row["LFPW_LAT"]) == (184008.7, 304587.2, 37058.3)
+    assert row["DIR"] is None  # the directory is set by model.label(), not by parsing
+    assert (row["DB"], row["INST"], row["RELEASE"], row["SNAPS"]) == (
+        "ORCL",
+        "orcl",
+        "11.2.0.1.0",
+        "37-38",
+    )
+    assert row["ELAPSED"] == 361  # awr_info: printf("%d", 6.03 * 60)
+    assert (row["DB CPU"], row["DB Tm"], row["EXECUTES"], row["LIO"]) == (0.1, 23.5, 256, 2021)
+    assert row["PREADS"] is None and row["REDO_MBS"] == 0.0  # bc: 56,890.1 / 2^20 = .0542 -> .0
+    # whole µs as awr_info's %8.0lf: 184,008.7 -> 184009; 304,587.2; 37,058.3
+    assert (row["DFSR_LAT"], row["DFPR_LAT"], row["LFPW_LAT"]) == (184009, 304587, 37058)
     assert row["TOP WAIT"] == "db file sequential read 77.5%"
     events = event_rows([r])
     assert [e["Event"] for e in events] == [
@@ -197,7 +211,9 @@ def test_awr11_rows():
     ]
     # 35,732 waits / 361.8 s = 98.76 -> 98.8 IOPS; 6,962 / 361.8 = 19.24
     assert events[0] == {
+        "Dir": None,
         "Filename": AWR11.name,
+        "Inst": "orcl",
         "Event": "db file sequential read",
         "Waits": 35732,
         "Time(s)": 6575,
@@ -299,18 +315,28 @@ def test_crlf_parses_identically(path):
 
 
 def test_truncated_in_wait_events(tmp_path):
+    """A section cut before its closing rule: its rows before the cut are read (as awr_info
+    reads them), the sections after it are absent (None), and the file and section are named."""
     text = AWR11.read_text(encoding="utf-8")
     cut = text[: text.index("latch: shared pool                    8")]
     bad = tmp_path / "awr.0.8.txt"
     bad.write_text(cut)
-    with pytest.raises(OracleReportError) as err:
-        parse_report(cut, str(bad))
-    assert str(bad) in str(err.value) and "Foreground Wait Events" in str(err.value)
-    assert isinstance(err.value, OpenslobError)
+    r = parse_report(cut, str(bad))
+    assert r.background_waits is None  # after the cut
+    events = [ev.event for ev in r.foreground_waits]
+    assert events[0] == "db file sequential read" and "latch: shared pool" not in events
+    assert r.load("Executes") == 256.5 and r.top_events[0].waits == 35732  # before the cut
+    assert r.problems == [
+        f"{bad}: section 'Foreground Wait Events': ends before its closing rule (file truncated)"
+    ]
+    (row,) = awr_rows([r])
+    assert row["DFSR_LAT"] == 184009  # its row was printed before the cut
+    assert row["LFPW_LAT"] is None and "Foreground Wait Events" in row["NOTES"]
     reports, errors = parse_files([AWR11, bad, tmp_path / "missing.txt", AWR19])
-    assert [Path(r.name).name for r in reports] == [AWR11.name, AWR19.name]
-    assert len(errors) == 2 and "Foreground Wait Events" in errors[0]
-    assert "missing.txt" in errors[1]
+    assert [Path(r.name).name for r in reports] == [AWR11.name, bad.name, AWR19.name]
+    assert "Background Wait Events" in errors[0] and "End of Report" in errors[0]
+    assert "Foreground Wait Events" in errors[1] and str(bad) in errors[1]
+    assert "missing.txt" in errors[2] and AWR19.name in errors[3]
 
 
 def test_truncated_header():
@@ -322,9 +348,11 @@ def test_truncated_header():
         parse_report("hello\nworld\n", "notes.txt")
 
 
-def test_rac_report_refused():
-    with pytest.raises(OracleReportError, match="RAC"):
+def test_unreadable_global_and_compare_reports_say_why():
+    with pytest.raises(OracleReportError, match=r"Database Summary.*12\.2"):
         parse_report("WORKLOAD REPOSITORY REPORT (RAC)\n\n", "awrgrpt.txt")
+    with pytest.raises(OracleReportError, match="compare-period"):
+        parse_report("WORKLOAD REPOSITORY COMPARE PERIOD REPORT\n", "awrddrpt.txt")
 
 
 def test_detection():
@@ -372,16 +400,22 @@ def test_instance_activity_synthetic():
     assert m["pio_read_mb_per_s"] == pytest.approx(27953354.0 / 2**20)  # 26.66 MB/s
     assert m["commits_per_s"] == 24.9
     truncated = text[: text.index("user commits")]
-    with pytest.raises(OracleReportError, match="Instance Activity Stats"):
-        parse_report(truncated, "cut")
+    cut = parse_report(truncated, "cut")
+    assert "user commits" not in cut.instance_activity and "redo size" in cut.instance_activity
+    assert "'Instance Activity Stats': ends before its closing rule" in cut.problems[0]
 
 
 def test_real_activity_pages_and_cut_file():
-    """The real excerpt stops mid-section: an error naming the file and the section; closed by
+    """The real excerpt stops mid-section: a problem naming the file and the section; closed by
     the test, its three real pages (title and header repeated per page) read as one table."""
     text = AWR11_ACTIVITY.read_text(encoding="utf-8")
-    with pytest.raises(OracleReportError, match=r"activity\.txt.*'Instance Activity Stats'"):
-        parse_report(text, str(AWR11_ACTIVITY))
+    cut = parse_report(text, str(AWR11_ACTIVITY))
+    # the rows before the cut count (awr_info reads PREADS 105 from this file too)
+    assert cut.stat("physical read IO requests", "per_second") == 105.1
+    assert cut.problems == [
+        f"{AWR11_ACTIVITY}: section 'Instance Activity Stats': ends before its closing rule "
+        "(file truncated)"
+    ]
     closed = text + "          " + "-" * 61 + "\n"
     r = parse_report(closed, "closed")
     # hand-read from the fixture: page 1 "Batched IO ...", page 3 "physical read ..."

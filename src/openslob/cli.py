@@ -954,11 +954,14 @@ def analyze(
         click.echo(an.render_table(rows))
 
 
-def _find_runs_noting(paths: list[Path], oracle_names: Any = None) -> list[Any]:
-    """Runs under the paths; an unreadable Oracle report is named on stderr, not fatal."""
+def _find_runs_noting(
+    paths: list[Path], oracle_names: Any = None, problems: list[str] | None = None
+) -> list[Any]:
+    """Runs under the paths; an Oracle report that cannot be read (fully) is named on stderr
+    with the section at fault, not fatal; the lines are also added to `problems`."""
     from openslob.collect import find_runs
 
-    problems: list[str] = []
+    problems = [] if problems is None else problems
     refs = find_runs(paths, problems, oracle_names)
     for problem in problems:
         err.print(f"slob: {problem}", highlight=False)
@@ -968,7 +971,7 @@ def _find_runs_noting(paths: list[Path], oracle_names: Any = None) -> list[Any]:
 def _analyze_oracle(reports: list[Any], as_csv: bool, as_json: bool, events: bool) -> None:
     """awr_info's columns (or flashdba's event table) over Oracle text reports."""
     from openslob import analyze as an
-    from openslob.oracle.model import awr_rows, event_rows
+    from openslob.oracle import awr_rows, event_rows
 
     rows = event_rows(reports) if events else awr_rows(reports)
     if as_csv:
@@ -1097,7 +1100,9 @@ def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) ->
         from openslob.report.html import write_html
 
         target = output or (path if path.is_dir() else path.parent) / "report.html"
-        click.echo(str(write_html(_find_runs_noting([path], oracle_names), target)))
+        problems: list[str] = []
+        refs = _find_runs_noting([path], oracle_names, problems)
+        click.echo(str(write_html(refs, target, problems=problems)))
         return
     from openslob.report.text import render_text
 

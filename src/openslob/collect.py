@@ -15,9 +15,12 @@ sweep.json and one run directory per point:
                                       "error": str | None}, ...]}
     SWEEP/sweep.csv      the analyze table of the complete points
     SWEEP/<point name>/  a run directory
-Oracle AWR / Statspack text reports (SLOB's awr.<pct>.<sessions>.txt) are runs too: a report
-file, or a directory holding them, becomes run.json-shaped dicts (oracle.to_run) labelled by
-the directory, so a directory of them plots as one sweep.
+Oracle AWR / Statspack text reports (SLOB's awr.<pct>.<sessions>.txt, awr.txt.<sessions>) are
+runs too: a report file, or a directory holding them, becomes run.json-shaped dicts
+(oracle.to_run) labelled by the directory, so a directory of them plots as one sweep. RAC: a
+global report, or instance reports of one snapshot pair, make one run of cluster figures
+(oracle.combine). A report read only in part is still a run; its unread sections are named
+in `errors`, like the files that could not be read at all.
 Reports and analyses read only these files.
 """
 
@@ -30,14 +33,21 @@ from pathlib import Path
 from typing import Any
 
 from openslob.errors import OpenslobError
-from openslob.oracle import OracleReport, looks_like_oracle_report, parse_report, to_run
+from openslob.oracle import (
+    OracleReport,
+    combine,
+    looks_like_oracle_report,
+    parse_report,
+    to_run,
+)
 from openslob.oracle.model import label as label_report
 from openslob.results import load_run
 
 SWEEP_FILE = "sweep.json"
 RUN_FILE = "run.json"
-# where a directory is searched for Oracle reports (SLOB's runit.sh writes awr.txt)
-ORACLE_SUFFIXES = {".txt", ".lst"}
+# where a directory is searched for Oracle reports: runit.sh writes awr.txt, older kits keep
+# awr.txt.<sessions>, Statspack's spreport writes sp_<begin>_<end>.lst
+ORACLE_NAMES = re.compile(r"\.(?:txt|lst)(?:\.\d+)?$", re.I)
 
 
 @dataclass
@@ -78,10 +88,12 @@ def find_runs(
 ) -> list[RunRef]:
     """Every run under the given paths, sweeps in plan order, others sorted by path.
 
-    An Oracle report that cannot be parsed is appended to `errors` (one line naming the file
-    and section) when a list is given, so the other files still count; else it raises.
+    An Oracle report that cannot be read, or only in part, is appended to `errors` (one line
+    naming the file and section) when a list is given, so the other files still count; else
+    it raises. When nothing at all could be read, the error says why for every file.
     oracle_names: where an Oracle report's UPDATE_PCT and sessions are in its path (named
-    groups pct, sessions); default SLOB/flashdba's awr.<pct>.<sessions>.txt.
+    groups pct, sessions); default SLOB/flashdba's awr.<pct>.<sessions>.txt and SLOB kits'
+    awr.txt.<sessions>.
     """
     found: list[RunRef] = []
     seen: set[Path] = set()
@@ -94,13 +106,15 @@ def find_runs(
             if key not in seen:
                 seen.add(key)
                 found.append(ref)
+    if not found:
+        names = ", ".join(str(p) for p in paths)
+        if problems:  # say why each file was refused, not only that nothing was found
+            raise OpenslobError(f"nothing could be read under {names}: " + "; ".join(problems))
+        raise OpenslobError(f"no run.json or Oracle AWR/Statspack report found under {names}")
     if problems and errors is None:
         raise OpenslobError(problems[0])
     if errors is not None:
         errors.extend(problems)
-    if not found:
-        names = ", ".join(str(p) for p in paths)
-        raise OpenslobError(f"no run.json or Oracle AWR/Statspack report found under {names}")
     return found
 
 
@@ -132,7 +146,7 @@ def oracle_reports(refs: list[RunRef]) -> list[OracleReport]:
 
 
 def is_oracle_report_file(path: Path) -> bool:
-    if not path.is_file() or path.suffix.lower() not in ORACLE_SUFFIXES:
+    if not path.is_file() or not ORACLE_NAMES.search(path.name):
         return False
     try:
         with path.open(encoding="utf-8", errors="replace") as f:
@@ -144,8 +158,9 @@ def is_oracle_report_file(path: Path) -> bool:
 def _oracle_runs(
     files: list[Path], errors: list[str], names: re.Pattern[str] | None
 ) -> list[RunRef]:
-    """Oracle reports as runs, labelled by their directory (one sweep per directory)."""
-    refs = []
+    """Oracle reports as runs, labelled by their directory (one sweep per directory); RAC
+    reports of one snapshot pair make one cluster run."""
+    reports: list[OracleReport] = []
     for file in files:
         try:
             report = parse_report(file.read_text(encoding="utf-8", errors="replace"), str(file))
@@ -155,13 +170,17 @@ def _oracle_runs(
         except OpenslobError as exc:
             errors.append(str(exc))
             continue
+        errors.extend(report.problems)
         label_report(report, file, names)
+        reports.append(report)
+    refs = []
+    for report in combine(reports):
+        file = Path(report.name.split(" + ")[0])
         run = to_run(report, file)
         point = {
             k: run["config"][k] for k in ("UPDATE_PCT", "SESSIONS") if run["config"][k] is not None
         }
-        label = file.resolve().parent.name
-        refs.append(RunRef(file, run, label, point, oracle=report))
+        refs.append(RunRef(file, run, file.resolve().parent.name, point, oracle=report))
     return refs
 
 

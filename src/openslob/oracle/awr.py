@@ -1,10 +1,12 @@
-"""Parse Oracle AWR (awrrpt, 10g-19c, single instance) and Statspack TEXT reports.
+"""Parse Oracle AWR (awrrpt, 10g-19c) and Statspack TEXT reports into OracleReport.
 
-Tables are read by column position: the dashed rule under each table header gives the column
-spans, and every data line is sliced on them (AWR leaves cells blank, e.g. %Time-outs in 19c,
-so splitting on whitespace would shift columns). Figures the report does not print stay None;
-nothing is ever filled in with 0. A section that starts but does not end (file cut short), or a
-header that cannot be read, raises OracleReportError naming the file and the section.
+Contract: parse_report(text, name) reads a single-instance AWR or Statspack report, or a RAC
+global report (awrgrpt, "WORKLOAD REPOSITORY REPORT (RAC)": handed to rac.py). Figures the
+report does not print stay None; nothing is ever filled in with 0. Only a text that is no
+report, or whose header cannot be read, raises OracleReportError (naming the file). Any other
+section that cannot be read fully — cut before its closing rule, or a file without
+'End of Report' — leaves its figures None and is named in report.problems, so the caller can
+say which file and which section on stderr while every figure the text holds is still used.
 """
 
 from __future__ import annotations
@@ -16,11 +18,26 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from openslob.errors import OpenslobError
+from openslob.oracle.text import (
+    RULE,
+    Doc,
+    OracleReportError,
+    cells,
+    is_title,
+    parse_duration_ms,
+    parse_number,
+    printed_error,
+    spans,
+)
 
-
-class OracleReportError(OpenslobError):
-    """An Oracle report file that cannot be read (malformed or truncated)."""
+__all__ = [
+    "OracleReport",
+    "OracleReportError",
+    "WaitEvent",
+    "looks_like_oracle_report",
+    "parse_files",
+    "parse_report",
+]
 
 
 @dataclass
@@ -28,17 +45,37 @@ class WaitEvent:
     event: str
     waits: float | None
     time_s: float | None  # total wait time, seconds
-    avg_wait_ms: float | None  # the printed (rounded) average, converted to ms
+    avg_wait_ms: float | None  # the printed average, converted to ms
     pct_time: float | None = None  # % DB time (or % bg time / % total call time)
     wait_class: str | None = None
+    time_err_s: float | None = None  # half a unit of the printed total's last digit
+    avg_err_ms: float | None = None  # half a unit of the printed average's last digit
 
     @property
     def latency_us(self) -> float | None:
-        """Mean wait in µs from total time / waits: never the rounded Avg wait column."""
+        """Mean wait in µs as awr_info computes it: total time / waits (never the Avg column).
+        None when there were no waits or the total prints 0 s (rounded away: unknown, not 0)."""
         if not self.waits or not self.time_s:
-            # no waits, or a total printed as 0 s (rounded away): the mean is unknown, not 0
             return None
         return self.time_s / self.waits * 1e6
+
+    @property
+    def latency_err_pct(self) -> float | None:
+        """How far latency_us can be off from the rounding of the printed total, in %."""
+        if not self.time_s or self.time_err_s is None:
+            return None
+        return self.time_err_s / self.time_s * 100
+
+    @property
+    def precise_us(self) -> float | None:
+        """The more precise of total/waits and the printed average (smaller rounding error):
+        12c+ print '8.64ms' or '709.52us' beside totals in whole seconds."""
+        candidates: list[tuple[float, float]] = []
+        if self.waits and self.time_s and self.time_err_s is not None:
+            candidates.append((self.time_err_s / self.waits * 1e6, self.time_s / self.waits * 1e6))
+        if self.avg_wait_ms is not None and self.avg_err_ms is not None and self.waits:
+            candidates.append((self.avg_err_ms * 1e3, self.avg_wait_ms * 1e3))
+        return min(candidates)[1] if candidates else None
 
 
 @dataclass
@@ -54,9 +91,16 @@ class OracleReport:
     os_stats: dict[str, float | None] | None = None
     time_model: dict[str, dict[str, float | None]] | None = None
     # The run's UPDATE_PCT and session count: not in the report; taken from its path
-    # (model.name_params) by whoever read the file.
+    # (model.name_params) by whoever read the file, with the directory it lies in.
     update_pct: int | None = None
     sessions: int | None = None
+    directory: str | None = None
+    # "instance": one instance's figures; "cluster": a RAC global report, or instance reports
+    # of one snapshot pair added up (rac.py); then `instances` holds one report per instance.
+    scope: str = "instance"
+    instances: list[OracleReport] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # sections not read fully, named
+    notes: list[str] = field(default_factory=list)  # why a figure is n/a, by column
 
     def load(self, *names: str, column: str = "per_second") -> float | None:
         """First Load Profile figure found under any of the names (versions rename rows)."""
@@ -69,6 +113,12 @@ class OracleReport:
     def stat(self, name: str, column: str = "total") -> float | None:
         row = (self.instance_activity or {}).get(name)
         return None if row is None else row.get(column)
+
+    def rate(self, stat: str, *load_names: str) -> float | None:
+        """Per-second figure of an Instance Activity statistic; else the Load Profile row
+        (12c+ Load Profile rows such as 'Read IO requests' are the same statistic)."""
+        value = self.stat(stat, "per_second")
+        return value if value is not None else self.load(*load_names)
 
     def wait(self, event: str, background: bool = False) -> WaitEvent | None:
         """A wait event by name; AWR truncates names to the column width, so match prefixes."""
@@ -84,48 +134,8 @@ class OracleReport:
         return dataclasses.asdict(self)
 
 
-# --- numbers --------------------------------------------------------------------------------
+# --- header ---------------------------------------------------------------------------------
 
-_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-_NUM = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
-_DURATION = re.compile(r"^([-+]?(?:\d+\.?\d*|\.\d+))\s*(ns|us|ms|s|m|h)$")
-_UNIT_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
-
-
-def parse_number(text: str | None) -> float | None:
-    """'1,234' 1234.0, '.7', '2.5M' 2.5e6, '1,234K', '1.2E+05'; '', '####', 'N/A' -> None.
-
-    Suffixes are decimal, as AWR states ("K is 1000, M is 1000000, G is 1000000000").
-    """
-    if text is None:
-        return None
-    s = text.strip().replace(",", "")
-    if not s or set(s) == {"#"} or s.upper() in ("N/A", "NA", "-"):
-        return None
-    mult = 1.0
-    if s[-1].upper() in _SUFFIX and len(s) > 1:
-        mult = _SUFFIX[s[-1].upper()]
-        s = s[:-1]
-    if not _NUM.match(s):
-        return None
-    return float(s) * mult
-
-
-def parse_duration_ms(text: str | None) -> float | None:
-    """An 'Avg wait' cell in ms: a bare number is ms (10g-12.1); 19c prints '3.23ms', '52.86 s'."""
-    if text is None:
-        return None
-    s = text.strip().replace(",", "")
-    m = _DURATION.match(s)
-    if m:
-        return float(m.group(1)) * _UNIT_MS[m.group(2)]
-    return parse_number(s)
-
-
-# --- text helpers ---------------------------------------------------------------------------
-
-_RULE = re.compile(r"^[\s~-]*-{2,}[\s~-]*$")  # a column rule: dash groups (statspack: ~ too)
-_END = re.compile(r"^\s+-{20,}\s*$")  # the end-of-section rule, one indented dash run
 _SNAP = re.compile(
     r"^\s*(Begin|End) Snap:\s+(\d+)\s+(\d{1,2}-[A-Za-z]{3}-\d{2,4} \d{1,2}:\d{2}:\d{2})"
     r"(?:\s+([\d,]+))?"
@@ -136,102 +146,30 @@ _TITLES = {
     "awr": re.compile(r"^WORKLOAD REPOSITORY (?:PDB )?report", re.I),
     "statspack": re.compile(r"^STATSPACK (?:Statistics )?report for", re.I),
 }
-_RAC = re.compile(r"^WORKLOAD REPOSITORY (?:REPORT \(RAC\)|GLOBAL REPORT)|COMPARE PERIOD", re.I)
+_GLOBAL = re.compile(r"^WORKLOAD REPOSITORY (?:REPORT \(RAC\)|GLOBAL REPORT)", re.I)
+_COMPARE = re.compile(r"COMPARE PERIOD", re.I)
+_COMPARE_TITLE = re.compile(r"^WORKLOAD REPOSITORY COMPARE PERIOD REPORT", re.I)
 
 
-def _spans(rule: str) -> list[tuple[int, int]]:
-    """Column spans from a rule line; each runs to the next column's start (gaps included)."""
-    starts = [m.start() for m in re.finditer(r"[-~]+", rule)]
-    return [(s, starts[i + 1] if i + 1 < len(starts) else 10_000) for i, s in enumerate(starts)]
-
-
-def _cells(line: str, spans: list[tuple[int, int]]) -> list[str]:
-    return [line[a:b].strip() for a, b in spans]
-
-
-def _is_title(line: str, title: str) -> bool:
-    """A section title at column 0, followed by nothing or by 2+ spaces / 'DB/Inst:'."""
-    if not line.startswith(title):
-        return False
-    rest = line[len(title) :]
-    return not rest.strip() or rest.startswith("  ") or rest.lstrip().startswith("DB/Inst")
-
-
-class _Doc:
-    def __init__(self, text: str, name: str) -> None:
-        text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
-        lines = [ln.rstrip() for ln in text.split("\n")]
-        while lines and lines[0].startswith("#"):  # our fixtures' provenance header
-            lines.pop(0)
-        # SQL*Plus prints the column heading OUTPUT on every page when the report is spooled
-        # from SELECT * FROM TABLE(dbms_workload_repository.awr_report_text(...)).
-        self.lines = [ln for ln in lines if ln.strip() != "OUTPUT"]
-        self.name = name
-
-    def error(self, section: str, what: str) -> OracleReportError:
-        return OracleReportError(f"{self.name}: section '{section}': {what}")
-
-    def find(self, *titles: str, start: int = 0) -> int | None:
-        for i in range(start, len(self.lines)):
-            if any(_is_title(self.lines[i], t) for t in titles):
-                return i
-        return None
-
-    def table(self, title_idx: int, section: str, *, ended: bool) -> list[list[str]]:
-        """Rows of the table under a title, sliced on its column rule.
-
-        ended=True: the table must close with the indented end rule (AWR/Statspack print one
-        under every section); reaching the end of the file first means the file was cut.
-        ended=False (Top N events): the table ends at the first blank or non-row line.
-        """
-        lines = self.lines
-        i, spans = title_idx + 1, None
-        while i < len(lines) and i < title_idx + 40:
-            if _RULE.match(lines[i]) and not _END.match(lines[i]) and len(_spans(lines[i])) > 1:
-                spans = _spans(lines[i])
-                break
-            if _END.match(lines[i]):
-                return []  # "No data exists for this section of the report."
-            i += 1
-        if spans is None:
-            raise self.error(section, "no column header (file cut short or not a report)")
-        rows: list[list[str]] = []
-        for line in lines[i + 1 :]:
-            if _END.match(line):
-                return rows
-            if not ended:
-                if not line.strip():
-                    if rows:
-                        return rows
-                    continue
-                cells = _cells(line, spans)
-                if not any(parse_duration_ms(c) is not None for c in cells[1:]):
-                    return rows
-                rows.append(cells)
-                continue
-            if not line.strip() or line.startswith("->") or _RULE.match(line):
-                continue
-            if _is_title(line, section):  # page break repeats the title and header
-                continue
-            rows.append(_cells(line, spans))
-        if ended:
-            raise self.error(section, "ends before its closing rule (file truncated)")
-        return rows
-
-
-# --- sections -------------------------------------------------------------------------------
-
-
-def _kv_table(doc: _Doc, title_idx: int) -> dict[str, str]:
-    """A one-row table (DB Name / Host Name): normalised header text -> cell."""
+def _kv_table(doc: Doc, title_idx: int) -> dict[str, str] | None:
+    """A one-row table (DB Name / Host Name): normalised header text -> cell; None when no
+    rule follows (another layout). SQL*Plus wraps a row longer than its line size, so a table
+    can come as 2 heading lines, 2 rule lines and 2 value lines (Statspack 12.1's host table:
+    'Host Name Platform CPUs' / 'Cores Sockets Memory (G)'); line j of each goes together."""
     lines = doc.lines
-    rule = title_idx + 1
-    if rule >= len(lines) or not _RULE.match(lines[rule]) or rule + 1 >= len(lines):
-        raise doc.error("header", f"cannot read the table under '{lines[title_idx].strip()}'")
-    spans = _spans(lines[rule])
-    heads = [" ".join(h.split()).lower() for h in _cells(lines[title_idx], spans)]
-    vals = _cells(lines[rule + 1], spans)
-    return {h: v for h, v in zip(heads, vals, strict=False) if h}
+    wrap = 1
+    while wrap < 3 and title_idx + wrap < len(lines) and not RULE.match(lines[title_idx + wrap]):
+        wrap += 1
+    rules = lines[title_idx + wrap : title_idx + 2 * wrap]
+    values = lines[title_idx + 2 * wrap : title_idx + 3 * wrap]
+    if wrap == 3 or len(values) < wrap or not all(RULE.match(rule) for rule in rules):
+        return None
+    out: dict[str, str] = {}
+    for heading, rule, value in zip(lines[title_idx:], rules, values, strict=False):
+        spans_ = spans(rule)
+        heads = [" ".join(h.split()).lower() for h in cells(heading, spans_)]
+        out.update({h: v for h, v in zip(heads, cells(value, spans_), strict=False) if h})
+    return out
 
 
 def _snap_time(text: str) -> str | None:
@@ -243,54 +181,64 @@ def _snap_time(text: str) -> str | None:
     return None
 
 
-def _header(doc: _Doc, kind: str) -> dict[str, Any]:
+def _int(text: str | None) -> int | None:
+    num = parse_number(text or "")
+    return None if num is None else int(num)
+
+
+def _db_table(h: dict[str, Any], t: dict[str, str]) -> None:
+    h["db_name"] = t.get("db name") or t.get("database") or None
+    h["db_id"] = t.get("db id") or None
+    h["release"] = t.get("release") or None
+    h["rac"] = t.get("rac") or None
+    h["cdb"] = t.get("cdb") or None
+    if t.get("instance"):
+        h["instance"] = t["instance"]
+    h["inst_num"] = _int(t.get("inst num")) or h["inst_num"]
+    h["startup_time"] = t.get("startup time") or h["startup_time"]
+
+
+def _host_table(h: dict[str, Any], t: dict[str, str]) -> None:
+    """Host Name / Platform / CPUs / Cores / Sockets / Memory."""
+    host = [v for k, v in t.items() if ("host" in k or k == "name") and v]
+    if host:
+        h["host"] = host[0]
+    h["platform"] = t.get("platform") or h["platform"]
+    for key in ("cpus", "cores", "sockets"):
+        if key in t:
+            h[key] = _int(t[key])
+    mem = [v for k, v in t.items() if k.startswith("memory")]
+    if mem:
+        h["memory_gb"] = parse_number(mem[0])
+
+
+def _header(doc: Doc) -> dict[str, Any]:
     keys = (
         "db_name db_id instance inst_num startup_time release rac cdb host platform cpus "
         "cores sockets memory_gb begin_snap end_snap begin_time end_time begin_sessions "
         "end_sessions elapsed_min db_time_min"
     )
     h: dict[str, Any] = dict.fromkeys(keys.split())
-    lines = doc.lines
-    for i, line in enumerate(lines[:80]):
+    for i, line in enumerate(doc.lines[:80]):
         low = line.lower()
+        table = None
         if low.startswith(("db name", "database ")) and "db id" in low:
-            t = _kv_table(doc, i)
-            h["db_name"] = t.get("db name") or t.get("database") or None
-            h["db_id"] = t.get("db id") or None
-            h["release"] = t.get("release") or None
-            h["rac"] = t.get("rac") or None
-            h["cdb"] = t.get("cdb") or None
-            if t.get("instance"):
-                h["instance"] = t["instance"]
-            num = parse_number(t.get("inst num", ""))
-            h["inst_num"] = int(num) if num is not None else h["inst_num"]
-            h["startup_time"] = t.get("startup time") or h["startup_time"]
+            table = _kv_table(doc, i)
+            if table is not None:
+                _db_table(h, table)
         elif low.startswith("instance ") and "inst num" in low:  # 12.2+ separate table
-            t = _kv_table(doc, i)
-            h["instance"] = t.get("instance") or None
-            num = parse_number(t.get("inst num", ""))
-            h["inst_num"] = int(num) if num is not None else None
-            h["startup_time"] = t.get("startup time") or None
+            table = _kv_table(doc, i)
+            if table is not None:
+                h["instance"] = table.get("instance") or None
+                h["inst_num"] = _int(table.get("inst num"))
+                h["startup_time"] = table.get("startup time") or None
         elif low.startswith("host") and "platform" in low:
-            t = _kv_table(doc, i)
-            host = [v for k, v in t.items() if ("host" in k or k == "name") and v]
-            h["host"] = host[0] if host else None
-            h["platform"] = t.get("platform") or None
-            for key in ("cpus", "cores", "sockets"):
-                num = parse_number(t.get(key, ""))
-                h[key] = int(num) if num is not None else None
-            mem = [v for k, v in t.items() if k.startswith("memory")]
-            h["memory_gb"] = parse_number(mem[0]) if mem else None
-        m = _SNAP.match(line)
-        if m:
-            which = m.group(1).lower()
-            h[f"{which}_snap"] = int(m.group(2))
-            h[f"{which}_time"] = _snap_time(m.group(3)) or m.group(3)
-            h[f"{which}_sessions"] = int(m.group(4).replace(",", "")) if m.group(4) else None
-        m = _MINS.match(line)
-        if m:
-            key = "elapsed_min" if m.group(1) == "Elapsed" else "db_time_min"
-            h[key] = parse_number(m.group(2))
+            table = _kv_table(doc, i)
+            if table is None:
+                doc.note("header", f"host table '{line.strip()}' not in a known layout")
+            else:
+                _host_table(h, table)
+        _snap_line(h, line)
     if h["release"] is None and h["db_name"] is None and h["db_id"] is None:
         raise doc.error("header", "no 'DB Name' / 'Database' table")
     if h["begin_snap"] is None or h["end_snap"] is None or h["elapsed_min"] is None:
@@ -298,14 +246,30 @@ def _header(doc: _Doc, kind: str) -> dict[str, Any]:
     return h
 
 
-def _load_profile(doc: _Doc) -> dict[str, dict[str, float | None]] | None:
+def _snap_line(h: dict[str, Any], line: str) -> None:
+    m = _SNAP.match(line)
+    if m:
+        which = m.group(1).lower()
+        h[f"{which}_snap"] = int(m.group(2))
+        h[f"{which}_time"] = _snap_time(m.group(3)) or m.group(3)
+        h[f"{which}_sessions"] = int(m.group(4).replace(",", "")) if m.group(4) else None
+    m = _MINS.match(line)
+    if m:
+        key = "elapsed_min" if m.group(1) == "Elapsed" else "db_time_min"
+        h[key] = parse_number(m.group(2))
+
+
+# --- sections -------------------------------------------------------------------------------
+
+
+def _load_profile(doc: Doc) -> dict[str, dict[str, float | None]] | None:
     idx = doc.find("Load Profile")
     if idx is None:
         return None
     cols = ("per_second", "per_transaction", "per_exec", "per_call")
     out: dict[str, dict[str, float | None]] = {}
     for line in doc.lines[idx + 1 : idx + 80]:
-        if line.startswith("~") or _RULE.match(line) or not line.strip():
+        if line.startswith("~") or RULE.match(line) or not line.strip():
             continue
         m = _LP_ROW.match(line)
         if m is None or (line[0] != " " and not line.startswith(m.group(1))):
@@ -319,93 +283,110 @@ def _load_profile(doc: _Doc) -> dict[str, dict[str, float | None]] | None:
             break
         out[m.group(1).strip()] = dict(zip(cols, values + [None] * 4, strict=False))
     if not out:
-        raise doc.error("Load Profile", "no rows")
+        doc.note("Load Profile", "no rows")
+        return None
     return out
+
+
+def wait_event(
+    name: str, waits: str, time_s: str, avg: str, pct: str, klass: str = ""
+) -> WaitEvent | None:
+    """One wait row from its printed cells; None when it has neither waits nor time."""
+    ev = WaitEvent(
+        event=name,
+        waits=parse_number(waits),
+        time_s=parse_number(time_s),
+        avg_wait_ms=parse_duration_ms(avg),
+        pct_time=parse_number(pct.split()[0]) if pct.split() else None,
+        wait_class=klass or None,
+        time_err_s=printed_error(time_s),
+        avg_err_ms=printed_error(avg, unit_ms=True),
+    )
+    return None if ev.waits is None and ev.time_s is None else ev
 
 
 def _waits(rows: list[list[str]], layout: str) -> list[WaitEvent]:
     """layout 'events': Event, Waits, %Time-outs, Total Wait Time (s), Avg wait, Waits/txn, %time
     layout 'top': Event, Waits, Time (s), Avg wait, % DB time, Wait Class."""
     out = []
-    for cells in rows:
-        cells = cells + [""] * 7
-        if not cells[0]:
+    for row in rows:
+        row = row + [""] * 7
+        if not row[0]:
             continue
         if layout == "top":
-            waits, time_s, avg, pct, klass = cells[1], cells[2], cells[3], cells[4], cells[5]
+            ev = wait_event(row[0], row[1], row[2], row[3], row[4], row[5])
         else:
-            waits, time_s, avg, pct, klass = cells[1], cells[3], cells[4], cells[6], ""
-        ev = WaitEvent(
-            event=cells[0],
-            waits=parse_number(waits),
-            time_s=parse_number(time_s),
-            avg_wait_ms=parse_duration_ms(avg),
-            pct_time=parse_number(pct.split()[0]) if pct.split() else None,
-            wait_class=klass or None,
-        )
-        if ev.waits is None and ev.time_s is None:
-            continue
-        out.append(ev)
+            ev = wait_event(row[0], row[1], row[3], row[4], row[6])
+        if ev is not None:
+            out.append(ev)
     return out
 
 
-def _wait_section(doc: _Doc, titles: tuple[str, ...]) -> list[WaitEvent] | None:
+def _wait_section(doc: Doc, titles: tuple[str, ...]) -> list[WaitEvent] | None:
     idx = doc.find(*titles)
     if idx is None:
         return None
-    title = next(t for t in titles if _is_title(doc.lines[idx], t))
-    return _waits(doc.table(idx, title, ended=True), "events")
+    title = next(t for t in titles if is_title(doc.lines[idx], t))
+    rows = doc.table(idx, title, ended=True)
+    return None if rows is None else _waits(rows, "events")
 
 
 _TOP = re.compile(r"^Top (?:\d+ )?(?:Timed (?:Foreground )?Events|Foreground Events)")
 
 
-def _top_events(doc: _Doc) -> list[WaitEvent] | None:
+def _top_events(doc: Doc) -> list[WaitEvent] | None:
     for i, line in enumerate(doc.lines):
         if _TOP.match(line):
-            return _waits(doc.table(i, line.strip(), ended=False), "top")
+            rows = doc.table(i, line.strip(), ended=False)
+            return None if rows is None else _waits(rows, "top")
     return None
 
 
-def _stat_table(doc: _Doc, titles: tuple[str, ...], cols: tuple[str, ...]) -> dict | None:
+def _stat_table(doc: Doc, titles: tuple[str, ...], cols: tuple[str, ...]) -> dict | None:
     idx = doc.find(*titles)
     if idx is None:
         return None
-    title = next(t for t in titles if _is_title(doc.lines[idx], t))
+    title = next(t for t in titles if is_title(doc.lines[idx], t))
+    rows = doc.table(idx, title, ended=True)
+    if rows is None:
+        return None
     out: dict[str, dict[str, float | None]] = {}
-    for cells in doc.table(idx, title, ended=True):
-        if cells and cells[0]:
-            values = [parse_number(c) for c in cells[1 : 1 + len(cols)]]
+    for row in rows:
+        if row and row[0]:
+            values = [parse_number(c) for c in row[1 : 1 + len(cols)]]
             if any(v is not None for v in values):
-                out[cells[0]] = dict(zip(cols, values, strict=False))
+                out[row[0]] = dict(zip(cols, values, strict=False))
     return out
 
 
 def looks_like_oracle_report(text: str) -> bool:
-    """True when the text is an AWR or Statspack text report (title near the top)."""
-    head = text[:20_000].replace("\r", "")
-    return any(
-        rx.match(line.strip()) or _RAC.match(line.strip())
-        for line in head.split("\n")[:200]
-        for rx in _TITLES.values()
-    )
+    """True when the text is an AWR, RAC global or Statspack text report (title near the top)."""
+    head = text[:20_000].replace("\r", "").replace("\f", "")
+    titles = [*_TITLES.values(), _GLOBAL, _COMPARE_TITLE]  # compare: read to say it is refused
+    return any(rx.match(line.strip()) for line in head.split("\n")[:200] for rx in titles)
+
+
+def _kind(doc: Doc) -> str:
+    for line in doc.lines[:200]:
+        text = line.strip()
+        if _COMPARE.search(text) and text.startswith("WORKLOAD REPOSITORY"):
+            raise doc.error("header", "compare-period AWR reports (awrddrpt) are not supported")
+        if _GLOBAL.match(text):
+            return "global"
+        for kind, rx in _TITLES.items():
+            if rx.match(text):
+                return kind
+    raise doc.error("header", "not an AWR or Statspack text report")
 
 
 def parse_report(text: str, name: str = "") -> OracleReport:
-    doc = _Doc(text, name or "<report>")
-    kind = None
-    for line in doc.lines[:200]:
-        if _RAC.match(line.strip()):
-            raise doc.error("header", "RAC/global or compare-period AWR reports are not supported")
-        for k, rx in _TITLES.items():
-            if rx.match(line.strip()):
-                kind = k
-                break
-        if kind:
-            break
-    if kind is None:
-        raise doc.error("header", "not an AWR or Statspack text report")
-    report = OracleReport(name=name, kind=kind, header=_header(doc, kind))
+    doc = Doc(text, name or "<report>")
+    kind = _kind(doc)
+    if kind == "global":
+        from openslob.oracle.rac import parse_global
+
+        return parse_global(doc)
+    report = OracleReport(name=name, kind=kind, header=_header(doc))
     report.load_profile = _load_profile(doc)
     report.top_events = _top_events(doc)
     report.foreground_waits = _wait_section(doc, ("Foreground Wait Events", "Wait Events"))
@@ -417,18 +398,30 @@ def parse_report(text: str, name: str = "") -> OracleReport:
     )
     os_rows = _stat_table(doc, ("Operating System Statistics", "OS Statistics"), ("value",))
     report.os_stats = None if os_rows is None else {k: v["value"] for k, v in os_rows.items()}
+    check_end(doc)
+    report.problems = doc.problems
     return report
 
 
+def check_end(doc: Doc) -> None:
+    """A file without 'End of Report' was cut: name the last section it holds."""
+    if not doc.ended() and not any("truncated" in p for p in doc.problems):
+        doc.note(doc.last_section(), "the file ends here without 'End of Report' (truncated)")
+
+
 def parse_files(paths: list[Path] | list[str]) -> tuple[list[OracleReport], list[str]]:
-    """Parse every file; a bad one yields an error line and the others are still read."""
+    """Parse every file; one that cannot be read yields an error line, the others still count.
+    Reports read only in part are returned and their problems added to the error lines."""
     reports, errors = [], []
     for path in map(Path, paths):
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
-            reports.append(parse_report(text, str(path)))
+            report = parse_report(text, str(path))
         except OracleReportError as exc:
             errors.append(str(exc))
         except OSError as exc:
             errors.append(f"{path}: cannot read ({exc.strerror or exc})")
+        else:
+            reports.append(report)
+            errors.extend(report.problems)
     return reports, errors

@@ -11,11 +11,13 @@ from typing import Any
 
 from openslob.errors import ConfigError
 from openslob.oracle.awr import OracleReport, WaitEvent
-
-MB = 2**20  # Oracle's "MB" in Load Profile (Read IO (MB)) is 2**20 bytes as well
+from openslob.oracle.awrinfo import CPU_EVENTS, MB, dir_label, div, expand, file_label
+from openslob.oracle.idle import is_idle
 
 # flashdba's harness keeps awr.<update_pct>.<sessions>.txt or awr_<pct>_<sessions>.txt
 _NAME = re.compile(r"awr[._](\d+)[._](\d+)(?:\.txt)?$", re.I)
+# SLOB's runit.sh-era kits leave awr.txt.<sessions> (awr_info.sh reads the last '.' field)
+_KIT_NAME = re.compile(r"\.(?:txt|lst)\.(\d+)$", re.I)
 
 # (metric key, event, background?) -- the I/O events awr_info and flashdba report
 IO_EVENTS = [
@@ -34,7 +36,10 @@ def name_params(
     from the named groups `pct` and `sessions` of `pattern` searched in the whole path."""
     if pattern is None:
         m = _NAME.search(Path(path).name)
-        return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+        if m:
+            return int(m.group(1)), int(m.group(2))
+        kit = _KIT_NAME.search(Path(path).name)
+        return (None, int(kit.group(1))) if kit else (None, None)
     m = pattern.search(str(path))
     if m is None:
         return None, None
@@ -59,8 +64,9 @@ def name_pattern(text: str) -> re.Pattern[str]:
 
 
 def label(report: OracleReport, path: str | Path, pattern: re.Pattern[str] | None = None) -> None:
-    """Set the report's UPDATE_PCT and sessions from its path."""
+    """Set the report's UPDATE_PCT and sessions from its path, and the directory it lies in."""
     report.update_pct, report.sessions = name_params(path, pattern)
+    report.directory = str(Path(path).resolve().parent)
 
 
 def _params(report: OracleReport, path: str | Path | None = None) -> tuple[int | None, int | None]:
@@ -70,19 +76,9 @@ def _params(report: OracleReport, path: str | Path | None = None) -> tuple[int |
     return report.update_pct, report.sessions
 
 
-def _div(value: float | None, by: float) -> float | None:
-    return None if value is None else value / by
-
-
-def _rate(report: OracleReport, stat: str, *load_names: str) -> float | None:
-    """Per-second figure of an Instance Activity statistic; else the Load Profile row."""
-    value = report.stat(stat, "per_second")
-    return value if value is not None else report.load(*load_names)
-
-
 def _elapsed_s(report: OracleReport) -> float | None:
     minutes = report.header.get("elapsed_min")
-    return None if minutes is None else minutes * 60
+    return None if minutes is None else round(minutes * 60, 3)
 
 
 def _event(report: OracleReport, event: str, background: bool) -> WaitEvent | None:
@@ -108,17 +104,17 @@ def _db_cpu_s(report: OracleReport) -> float | None:
 
 
 def wait_list(report: OracleReport) -> list[dict[str, Any]]:
-    """Foreground waits, top first, pct = share of total foreground wait time.
+    """Foreground waits, top first, pct = share of total non-idle foreground wait time.
 
-    Idle events (SQL*Net message from client ...) are the rows AWR prints without % DB time;
-    they are left out when the report has that column (11g+), kept otherwise (10g, Statspack).
+    Idle-class events (SQL*Net message from client ...) are left out: by the class the report
+    prints, by AWR 11g+ leaving their % DB time blank, else by Oracle's idle list (idle.py).
     """
     events = report.foreground_waits
-    if events and any(ev.pct_time is not None for ev in events):
+    if events and any(ev.pct_time is not None for ev in events) and report.scope != "cluster":
         events = [ev for ev in events if ev.pct_time is not None]
     if not events:
-        events = [ev for ev in report.top_events or [] if ev.event != "DB CPU"]
-    events = [ev for ev in events if ev.time_s is not None]
+        events = [ev for ev in report.top_events or [] if ev.event not in CPU_EVENTS]
+    events = [ev for ev in events if ev.time_s is not None and not is_idle(ev.event, ev.wait_class)]
     total = sum(ev.time_s for ev in events)  # type: ignore[misc]
     events = sorted(events, key=lambda ev: ev.time_s or 0, reverse=True)
     return [
@@ -141,11 +137,11 @@ def metrics(report: OracleReport) -> dict[str, float | None]:
         # Read/write REQUESTS, not blocks: a multiblock read (db file parallel/scattered read)
         # is one I/O of several blocks; storage IOPS are requests. The Load Profile's
         # "Physical reads" counts blocks. 12c+ Load Profile "Read IO requests" is the fallback.
-        "pio_reads_per_s": _rate(report, "physical read IO requests", "Read IO requests"),
-        "pio_read_mb_per_s": _div(report.stat("physical read bytes", "per_second"), MB),
-        "pio_writes_per_s": _rate(report, "physical write IO requests", "Write IO requests"),
-        "pio_write_mb_per_s": _div(report.stat("physical write bytes", "per_second"), MB),
-        "wal_mb_per_s": _div(_rate(report, "redo size", "Redo size", "Redo size (bytes)"), MB),
+        "pio_reads_per_s": report.rate("physical read IO requests", "Read IO requests"),
+        "pio_read_mb_per_s": div(report.stat("physical read bytes", "per_second"), MB),
+        "pio_writes_per_s": report.rate("physical write IO requests", "Write IO requests"),
+        "pio_write_mb_per_s": div(report.stat("physical write bytes", "per_second"), MB),
+        "wal_mb_per_s": div(report.rate("redo size", "Redo size", "Redo size (bytes)"), MB),
         "commits_per_s": report.stat("user commits", "per_second"),
         "db_cpu_s": _db_cpu_s(report),
         "db_time_s": None if db_time_min is None else db_time_min * 60,
@@ -199,41 +195,24 @@ def _count(value: float | None) -> float | int | None:
     return int(value) if value is not None and float(value).is_integer() else value
 
 
-def _r(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(value, digits)
-
-
-def awr_rows(reports: list[OracleReport]) -> list[dict[str, Any]]:
-    """SLOB's awr_info columns, one row per report. DB CPU / DB Tm are the Load Profile's
-    per-second figures (average active sessions), as awr_info prints them; rates per second."""
+def _event_rows(report: OracleReport, parent: OracleReport | None) -> list[dict[str, Any]]:
+    elapsed = _elapsed_s(report)
     rows = []
-    for report in reports:
-        m = metrics(report)
-        top = next((ev for ev in report.top_events or [] if ev.event != "DB CPU"), None)
-        top_wait = None
-        if top is not None:
-            pct = f" {top.pct_time:.1f}%" if top.pct_time is not None else ""
-            top_wait = f"{top.event}{pct}"
+    for _key, event, background in IO_EVENTS:
+        ev = _event(report, event, background)
+        if ev is None:
+            continue
+        iops = ev.waits / elapsed if ev.waits is not None and elapsed else None
         rows.append(
             {
-                "FILE": Path(report.name).name,
-                "SESSIONS": _params(report)[1],
-                "ELAPSED": _elapsed_s(report),
-                "DB CPU": report.load("DB CPU(s)"),
-                "DB Tm": report.load("DB Time(s)", "DB time(s)"),
-                "EXECUTES": m["slobops_per_s"],
-                "LIO": m["lio_per_s"],
-                "PREADS": m["pio_reads_per_s"],
-                "READ_MBS": _r(m["pio_read_mb_per_s"], 3),
-                "PWRITES": m["pio_writes_per_s"],
-                "WRITE_MBS": _r(m["pio_write_mb_per_s"], 3),
-                "REDO_MBS": _r(m["wal_mb_per_s"], 3),
-                "DFSR_LAT": _r(m["dfsr_latency_us"], 1),
-                "DPR_LAT": _r(m["dpr_latency_us"], 1),
-                "DFPR_LAT": _r(m["dfpr_latency_us"], 1),
-                "DFPW_LAT": _r(m["dfpw_latency_us"], 1),
-                "LFPW_LAT": _r(m["lfpw_latency_us"], 1),
-                "TOP WAIT": top_wait,
+                "Dir": dir_label(report, parent),
+                "Filename": file_label(report),
+                "Inst": report.header.get("instance"),
+                "Event": event,
+                "Waits": _count(ev.waits),
+                "Time(s)": ev.time_s,
+                "Latency(us)": None if ev.latency_us is None else round(ev.latency_us, 1),
+                "IOPS": None if iops is None else round(iops, 1),
             }
         )
     return rows
@@ -241,23 +220,6 @@ def awr_rows(reports: list[OracleReport]) -> list[dict[str, Any]]:
 
 def event_rows(reports: list[OracleReport]) -> list[dict[str, Any]]:
     """flashdba's table: Filename, Event, Waits, Time(s), Latency(us), IOPS (waits / elapsed)
-    for each I/O event the report lists (events it does not list are left out)."""
-    rows = []
-    for report in reports:
-        elapsed = _elapsed_s(report)
-        for _key, event, background in IO_EVENTS:
-            ev = _event(report, event, background)
-            if ev is None:
-                continue
-            iops = ev.waits / elapsed if ev.waits is not None and elapsed else None
-            rows.append(
-                {
-                    "Filename": Path(report.name).name,
-                    "Event": event,
-                    "Waits": _count(ev.waits),
-                    "Time(s)": ev.time_s,
-                    "Latency(us)": _r(ev.latency_us, 1),
-                    "IOPS": _r(iops, 1),
-                }
-            )
-    return rows
+    for each I/O event the report lists (events it does not list are left out); a cluster's
+    rows are followed by its instances'."""
+    return [row for rows in expand(reports, _event_rows) for row in rows]

@@ -116,11 +116,25 @@ def sweep_html(refs: list[RunRef], title: str) -> str:
     return _page(title, body)
 
 
-def write_html(refs: list[RunRef], output: Path, title: str | None = None) -> Path:
-    """A run's page when there is one run, else the sweep/collection page."""
+def _problems(problems: list[str]) -> str:
+    """Files (or sections of them) that could not be read: named, as on stderr."""
+    if not problems:
+        return ""
+    lis = "".join(f"<li>{html.escape(p)}</li>" for p in problems)
+    return f'<div class="warn"><strong>Not read (fully)</strong><ul>{lis}</ul></div>'
+
+
+def write_html(
+    refs: list[RunRef], output: Path, title: str | None = None, problems: list[str] | None = None
+) -> Path:
+    """A run's page when there is one run, else the sweep/collection page; `problems` (files
+    or report sections that could not be read) are listed at the top."""
     if len(refs) == 1 and refs[0].sweep is None:
         text = run_html(refs[0])
     else:
         text = sweep_html(refs, title or f"openslob sweep {refs[0].label}")
+    if problems:
+        marker = "</p>"  # after the page's meta line
+        text = text.replace(marker, marker + _problems(problems), 1)
     output.write_text(text)
     return output
