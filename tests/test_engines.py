@@ -12,12 +12,15 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pymysql
 import pytest
 
 from openslob.collect import find_runs
 from openslob.report.plots import petal_points
+from openslob.servers.embedded import EmbeddedServer
 from openslob.servers.mariadb import EmbeddedMariaDB
 from tests.conftest import invoke, make_base_dir, slob_subprocess
 
@@ -90,7 +93,16 @@ def test_run_measures_the_same_figures(loaded, base: Path, tmp_path: Path) -> No
     assert len(live) >= 2
     assert sum(live) / len(live) == pytest.approx(m["slobops_per_s"], rel=0.3)
     assert all(float(r["db_reads_per_s"]) > 0 for r in window if r["db_reads_per_s"])
+    # work per SLOBop next to the layout's prediction: InnoDB counts page gets for the whole
+    # server (one figure over all kinds), PostgreSQL per statement
+    work = run["work_per_op"]
+    kinds = ["all"] if engine == "mariadb" else ["select", "update"]
+    for kind in kinds:
+        assert work[kind]["ops"] > 10
+        assert work[kind]["lio"] == pytest.approx(work[kind]["lio_predicted"], rel=0.05), kind
+    assert not [w for w in run["warnings"] if "held back" in w or "more than the" in w]
     report = (run_dir / "report.txt").read_text()
+    assert "Data set and work per SLOBop" in report
     source = "performance_schema" if engine == "mariadb" else "pg_stat_io"
     assert f"Database ({source})" in report
     assert ("Redo log and commits" in report) == (engine == "mariadb")
@@ -127,6 +139,64 @@ def test_ctrl_c_ends_the_run_and_keeps_what_was_measured(
     if after >= 1:  # inside the window: what it measured is kept
         assert run["metrics"]["pio_reads_per_s"] > 0
     assert not [w for w in run["warnings"] if "still alive" in w]  # no leftover sessions
+
+
+def _hold_a_snapshot(engine: str, base: Path) -> tuple[Any, str]:
+    """Another session with an old snapshot: (its connection, how the warning names it)."""
+    if engine == "mariadb":
+        holder = pymysql.connect(**{**EmbeddedMariaDB(base, "16k").connect_kwargs(),
+                                    "autocommit": False})  # fmt: skip
+        with holder.cursor() as cur:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            cur.execute("SELECT COUNT(*) FROM user1.cf1 WHERE custid < 10")
+        return holder, f"KILL {holder.thread_id()}"
+    server = EmbeddedServer(base)
+    holder = psycopg.connect(server.conninfo())
+    holder.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    holder.execute("SELECT count(*) FROM user1.cf1 WHERE custid < 10").fetchone()
+    return holder, f"pg_terminate_backend({holder.info.backend_pid})"
+
+
+def test_a_held_snapshot_is_measured_and_its_holder_named(
+    loaded, base: Path, tmp_path: Path
+) -> None:
+    """Another session's old snapshot during an update run: the run names it and what to do.
+    PostgreSQL: HOT pruning stops and cf1 grows (then `slob setup` reloads it). InnoDB: purge
+    stops and the history list grows (before/after in run.json, the report and the time
+    series)."""
+    engine, cwd = loaded
+    holder, advice = _hold_a_snapshot(engine, base)
+    results = tmp_path / "results"
+    try:
+        result = slob(
+            base, cwd, "run", "--target", TARGETS[engine], *DATA, "--sessions", "2",
+            "--update-pct", "100", "--warmup", "1", "--run-time", "4",
+            "--results-dir", str(results),
+        )  # fmt: skip
+    finally:
+        holder.rollback()
+        holder.close()
+    assert result.exit_code == 0, result.output
+    (run_dir,) = results.iterdir()
+    run = json.loads((run_dir / "run.json").read_text())
+    held = [w for w in run["warnings"] if "held back" in w]
+    assert held and advice in held[0]
+    assert run["horizon"]["holds"][0]["held_s"] >= 3
+    updates = run["metrics"]["updates_per_s"] * run["window"]["seconds"]
+    if engine == "mariadb":
+        history = run["history_length"]
+        assert history["after"] - history["before"] > 0.5 * updates > 100
+        assert [w for w in run["warnings"] if w.startswith("purge fell behind")]
+        with (run_dir / "timeseries.csv").open() as fh:
+            lengths = [int(r["history_length"]) for r in csv.DictReader(fh) if r["history_length"]]
+        assert lengths and max(lengths) >= history["after"] * 0.8
+        assert "InnoDB history list length" in (run_dir / "report.txt").read_text()
+    else:
+        grown = run["tables"]["user1.cf1"]
+        assert grown["after"]["pages"] > grown["before"]["pages"] * 1.1
+        assert [w for w in run["warnings"] if w.startswith("tables grew during the window")]
+        repaired = slob(base, cwd, "setup", "--target", TARGETS[engine], *DATA)
+        assert repaired.exit_code == 0 and "reloaded: bloated" in repaired.output
 
 
 @pytest.mark.parametrize("size", ["12k", "2k"])

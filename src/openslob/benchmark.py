@@ -78,7 +78,11 @@ def ensure_data(
     notice: Notice,
     setup_progress: ProgressCallback | None,
 ) -> None:
-    """Use the data set as loaded; create the default one only when there is none at all."""
+    """Use the data set as loaded; create the default one only when there is none at all.
+
+    Every table the run uses is checked first (catalog and statistics only, no scan): a
+    table changed since setup, or bloated by an earlier update run, is refused with what is
+    wrong and `slob setup` to repair it, before anything runs."""
     todo = engine.missing_tables(config, schemas)
     if not todo:
         return
@@ -90,11 +94,22 @@ def ensure_data(
         )
         setup_dataset(engine, target, config, notice, setup_progress)
         return
-    names = ", ".join(todo[:4])
-    raise SetupError(
-        f"the data set does not match this run ({names}{' ...' if len(todo) > 4 else ''} "
-        f"not loaded with SCALE={config['SCALE']}, SCAN_TABLE_SZ={config['SCAN_TABLE_SZ']}, "
-        f"SEED={config['SEED']}); run `slob setup` with the same parameters first"
+    raise SetupError(unusable_tables_message(todo, config))
+
+
+def unusable_tables_message(todo: dict[str, str], config: Config) -> str:
+    """One line: which tables a run cannot use, why, and what repairs them."""
+    shown = "; ".join(f"{name}: {why}" for name, why in list(todo.items())[:3])
+    more = f"; {len(todo) - 3} more" if len(todo) > 3 else ""
+    if all(why.startswith("bloated") for why in todo.values()):
+        return (
+            f"the data set is bloated ({shown}{more}): an earlier update run could not "
+            "prune old row versions (see its report's warnings); run `slob setup` to reload it"
+        )
+    return (
+        f"the data set does not match this run ({shown}{more}); run `slob setup` with "
+        f"the same parameters (SCHEMAS, SCALE={config['SCALE']}, "
+        f"SCAN_TABLE_SZ={config['SCAN_TABLE_SZ']}, SEED={config['SEED']}) first"
     )
 
 
@@ -216,6 +231,24 @@ def prepare(
         return PreparedInstance(resolved, engine, description)
 
     return Prepared(parallel(one, list(range(count))))
+
+
+def restore_layout(prepared: Prepared, config: Config, notice: Notice) -> list[str]:
+    """Before a sweep point: every table the point uses must still be valid, and is reloaded
+    when it is not (a point with updates whose horizon was held leaves its tables bloated,
+    and the next point would measure them). Returns what was reloaded and why."""
+    count = len(prepared.instances)
+    reloaded = []
+    for names, instance in zip(instance_schemas(config, count), prepared.instances, strict=True):
+        wanted = sorted({*names, *(["user1"] if config["HOT_SCHEMA_FREQUENCY"] else [])})
+        todo = instance.engine.missing_tables(config, sorted(wanted, key=schema_order))
+        if not todo:
+            continue
+        why = [f"{name}: {reason}" for name, reason in todo.items()]
+        notice(f"reloading before this point ({'; '.join(why[:3])})")
+        setup_dataset(instance.engine, instance.target, config, notice)
+        reloaded += why
+    return reloaded
 
 
 def _refuse_same_database(targets: list[Target], engines: list[Engine]) -> None:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from openslob import __version__, combine, host
+from openslob import __version__, combine, dataset_health, host
 from openslob.engines import registry
 from openslob.engines.registry import OP_TYPES
 from openslob.engines.tables import CACHE_RATIO, schema_order
@@ -104,7 +104,7 @@ def build_metrics(
     if inst.db_before and inst.db_after and seconds > 0:
         metrics.update(
             registry.window_metrics(
-                engine, inst.db_before, inst.db_after, seconds, settings, inst.stats_flush_commits
+                engine, inst.db_before, inst.db_after, seconds, settings, inst.own_commits
             )
         )
     else:
@@ -274,22 +274,34 @@ class InstanceInfo:
 
 
 def _instance_entry(
-    record: RunRecord, index: int, info: InstanceInfo, metrics: dict[str, Any]
+    record: RunRecord, index: int, info: InstanceInfo, metrics: dict[str, Any], config: Config
 ) -> dict[str, Any]:
     inst = record.instances[index]
     before, after = inst.db_before or {}, inst.db_after or {}
     sessions = record.sessions_of(index)
-    details = registry.window_details(info.engine["name"], before, after, info.settings)
+    engine = info.engine["name"]
+    details = registry.window_details(engine, before, after, info.settings)
+    schemas = sorted({o.schema for o in sessions}, key=schema_order)
+    used = [*schemas, "user1"] if config["HOT_SCHEMA_FREQUENCY"] else schemas
+    both = bool(before and after)
     return {
         "target": inst.target,
         "engine": {**info.engine, "profile": info.profile},
         "host": info.host_info,
         "sessions": [o.id for o in sessions],
-        "schemas": sorted({o.schema for o in sessions}, key=schema_order),
+        "schemas": schemas,
         "metrics": metrics,
         "latency": _latency(sessions),
         "waits": _waits(inst.waits),
         "wait_samples": inst.wait_samples,
+        "work_per_op": registry.work_per_op(
+            engine, before, after, info.settings, config, _ops(sessions)
+        )
+        if both
+        else None,
+        "tables": dataset_health.table_changes(before, after, used),
+        "horizon": inst.horizon.as_dict(),
+        "history_length": dataset_health.history_lengths(before, after),
         **details,
         "snapshots": {"before": inst.db_before, "after": inst.db_after},
     }
@@ -352,9 +364,13 @@ def build_run_json(
     _warnings(record, config, metrics, instances, warnings)
     seconds = _window_seconds(record)
     entries = [
-        _instance_entry(record, k, info, m)
+        _instance_entry(record, k, info, m, config)
         for k, (info, m) in enumerate(zip(instances, per_instance, strict=True))
     ]
+    for entry in entries:
+        of = f" ({entry['target']})" if len(entries) > 1 else ""
+        health = dataset_health.warnings(entry["engine"]["name"], entry, seconds or 0.0)
+        warnings += [w + of for w in health]
     engine, host_info = _run_engine_and_host(instances)
     waits: Counter = Counter()
     for inst in record.instances:
@@ -405,6 +421,10 @@ def build_run_json(
         "wait_samples": sum(i.wait_samples for i in record.instances),
         "io": single["io"] if single else None,
         "statements": single["statements"] if single else None,
+        "work_per_op": single["work_per_op"] if single else None,
+        "tables": single["tables"] if single else None,
+        "horizon": single["horizon"] if single else None,
+        "history_length": single["history_length"] if single else None,
         "warnings": warnings,
         "notes": notes,
         "instances": entries,

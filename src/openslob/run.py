@@ -36,6 +36,7 @@ import psycopg
 
 from openslob import combine, host
 from openslob.engines.postgres.runner import Monitor, PostgresRunBackend, WorkSession
+from openslob.horizon import HorizonWatch
 from openslob.options import Config
 
 MAX_CONCURRENT_CONNECTS = 64
@@ -44,6 +45,9 @@ BARRIER_LEAD_S = 0.2
 BARRIER_PER_SESSION_S = 0.004
 EXTERNAL_SCRIPT_TIMEOUT_S = 300
 CANCEL_ROUNDS, CANCEL_WAIT_S = 5, 2.0  # how a stopped window's CALLs are ended
+# A loop's read-only transaction ends once it is this old (seconds), so that no session
+# holds back the xmin horizon for longer (PostgreSQL's loop; workload.py says why).
+SNAPSHOT_RELEASE_S = 0.010
 
 ProgressFn = Callable[[dict[str, Any]], None]
 
@@ -71,7 +75,10 @@ class InstanceRecord:
     waits: Counter = field(default_factory=Counter)
     wait_samples: int = 0
     leftover_backends: int = 0
-    stats_flush_commits: int = 0  # our own transactions inside the window (publish_stats)
+    # our own transactions inside the window: the stats flush after each CALL
+    # (publish_stats) and the wait sampler's commits
+    own_commits: int = 0
+    horizon: HorizonWatch = field(default_factory=HorizonWatch)
 
 
 @dataclass
@@ -171,6 +178,7 @@ def loop_conf(
         "think_frequency": config["THINK_TM_FREQUENCY"],
         "think_min": config["THINK_TM_MIN"],
         "think_max": config["THINK_TM_MAX"],
+        "release_s": SNAPSHOT_RELEASE_S,
     }
     if seed is not None:
         conf["seed"] = seed
@@ -255,15 +263,29 @@ class Sampler(threading.Thread):
             next_tick += self.interval
             cur_hosts, cur_lives = hosts(), lives()
             row = timeseries_row(prev_hosts, cur_hosts, prev_lives, cur_lives, self.record)
+            row.update(self._horizons(monitors))
             self.record.timeseries.append(row)
             if self.progress:
                 self.progress(row)
             prev_hosts, prev_lives = cur_hosts, cur_lives
 
+    def _horizons(self, monitors: list[Monitor]) -> dict[str, Any]:
+        """Who holds each instance's cleanup horizon now (its HorizonWatch); the time
+        series gets the worst figure over the instances."""
+        now, figures = time.time(), {}
+        for instance, monitor in zip(self.instances, monitors, strict=True):
+            sample = monitor.horizon()
+            instance.record.horizon.add(now, sample)
+            for key, value in sample["figures"].items():
+                if value is not None and (figures.get(key) is None or value > figures[key]):
+                    figures[key] = value
+                figures.setdefault(key, None)
+        return figures
+
 
 class WaitSampler(threading.Thread):
     """ASH-like wait samples of the window at WAIT_SAMPLE_HZ, taken inside the database
-    (one call, see workload._ASH_DDL), so the client spends no CPU on them."""
+    (one call, see workload._ASH_DO), so the client spends no CPU on them."""
 
     def __init__(
         self,
@@ -283,13 +305,17 @@ class WaitSampler(threading.Thread):
             self.error = "no wait samples: this engine has no wait sampler yet"
             return
         try:
-            samples, waits = self.monitor.sample_waits(
+            result = self.monitor.sample_waits(
                 self.backend.application_name, self.start_epoch, self.end_epoch, WAIT_SAMPLE_HZ
             )
-            self.record.wait_samples = samples
-            self.record.waits.update(waits)
+            self.record.wait_samples = result.samples
+            self.record.waits.update(result.waits)
+            self.record.own_commits += result.commits
         except Exception as exc:  # the run's other figures stand; say why waits are missing
-            self.error = f"no wait samples: {_first_line(exc)}"
+            self.error = (
+                f"no wait samples: {_first_line(exc)}; the window's commits include the "
+                f"sampler's own (up to {WAIT_SAMPLE_HZ}/s)"
+            )
 
     def finish(self, timeout: float) -> None:
         """Wait for the samples; a sampler still running after `timeout` is cancelled.
@@ -681,8 +707,11 @@ class RunController:
                 return
             finally:  # also after a cancel: the interrupted window's counts are published
                 if await backend.publish_stats(session) and name == "window":
-                    self.instances[outcome.instance].record.stats_flush_commits += 1
+                    self.instances[outcome.instance].record.own_commits += 1
             setattr(outcome, name, result)
+            if name == "window":  # the loop's own commits that release its snapshot
+                record = self.instances[outcome.instance].record
+                record.own_commits += int(result.get("released") or 0)
 
         await asyncio.gather(*(one(s) for s in self.sessions))
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from openslob.benchmark import Notice, Prepared, execute, prepare
+from openslob.benchmark import Notice, Prepared, execute, prepare, restore_layout
 from openslob.collect import SWEEP_FILE
 from openslob.errors import ConfigError
 from openslob.options import OPTIONS_BY_NAME, Config, parse_value, resolve
@@ -327,6 +327,9 @@ def _run_point(
         point_started(entry)
     result: dict[str, Any] | None = None
     try:
+        # Every point starts on the layout SLOB describes; what had to be reloaded is kept.
+        entry["reloaded"] = restore_layout(prepared, point.config, notice)
+        save(path, sweep)
         result = execute(
             prepared, point.config, run_dir, label=label, notice=notice, progress=progress
         )

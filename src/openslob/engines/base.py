@@ -97,9 +97,10 @@ class Engine(ABC):
         """Cancel server-side work of this engine (from another thread, e.g. on Ctrl-C)."""
 
     @abstractmethod
-    def missing_tables(self, config: Config, schemas: list[str]) -> list[str]:
-        """`schema.table` names of `schemas` a run with this config needs and cannot use yet
-        (absent, half loaded or loaded with other parameters)."""
+    def missing_tables(self, config: Config, schemas: list[str]) -> dict[str, str]:
+        """`schema.table` -> why, for the tables of `schemas` a run with this config needs and
+        cannot use as they are (absent, half loaded, loaded with other parameters, changed
+        by hand, bloated)."""
 
     @abstractmethod
     def has_data(self) -> bool:

@@ -132,3 +132,105 @@ def table_bytes(engine: str, settings: dict[str, str], rows: int) -> int:
 
         return layout_for(int(settings["innodb_page_size"])).table_bytes(rows)
     return rows * BLOCK_SIZE
+
+
+def work_per_op(
+    engine: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    settings: dict[str, str],
+    config: Config,
+    ops: dict[str, int] | None,
+) -> dict[str, Any] | None:
+    """Blocks per SLOBop measured over the window next to what the layout predicts:
+    {kind: {ops, lio, pio, lio_predicted, pio_max_predicted}, "model", "source"}."""
+    work_unit, scan_rows = config["WORK_UNIT"], config["SCAN_TABLE_SZ"]
+    if engine == MARIADB:
+        from openslob.engines.mariadb import stats as mariadb_stats
+        from openslob.engines.mariadb.layout import layout_for, predicted_work
+
+        measured = mariadb_stats.work_per_op(before, after, ops or {})
+        size = int(settings.get("innodb_page_size") or 0)
+        predicted = (
+            predicted_work(layout_for(size), config["SCALE"], work_unit, scan_rows) if size else {}
+        )
+        source = "SHOW GLOBAL STATUS Innodb_buffer_pool_read_requests / _reads over all ops"
+    else:
+        from openslob.engines.postgres import layout, stats
+
+        measured = stats.work_per_op(before, after)
+        predicted = layout.predicted_work(work_unit, scan_rows, before.get("tables") or {})
+        source = "pg_stat_statements: shared blocks hit + read of the loop's statements"
+    if not measured:
+        return None
+    return with_predictions(measured, predicted, ops or {}) | {
+        "model": predicted.get("model"),
+        "source": source,
+    }
+
+
+def with_predictions(
+    measured: dict[str, dict[str, float]], predicted: dict[str, Any], ops: dict[str, int]
+) -> dict[str, Any]:
+    """Each measured kind with its predicted figures ("all": the mix the run did)."""
+    out: dict[str, Any] = {}
+    for kind, figures in measured.items():
+        if kind == "all":
+            total = sum(ops.values())
+            lio = sum(n * predicted[k]["lio"] for k, n in ops.items() if k in predicted)
+            pio = sum(n * predicted[k]["pio_max"] for k, n in ops.items() if k in predicted)
+            guess = {"lio": lio / total, "pio_max": pio / total} if total and predicted else None
+        else:
+            guess = predicted.get(kind)
+        out[kind] = {
+            **{k: round(v, 2) if isinstance(v, float) else v for k, v in figures.items()},
+            "lio_predicted": None if guess is None else round(guess["lio"], 2),
+            "pio_max_predicted": None if guess is None else round(guess["pio_max"], 2),
+        }
+    return out
+
+
+# InnoDB purge lag (engines/mariadb/horizon.py): read by the engine-independent warnings.
+PURGE_BEHIND_SHARE, PURGE_BEHIND_MIN = 0.5, 100
+
+
+def horizon_effect(engine: str) -> str:
+    """What a held cleanup horizon does to the SLOB data set on this engine."""
+    if engine == MARIADB:
+        return "purge could not free old row versions, so the history list and undo grew"
+    return (
+        "HOT pruning could not remove old row versions, so updated rows left their pages: "
+        "cf1 and the work per SLOBop grow"
+    )
+
+
+def fast_update_cause(engine: str, horizon: dict[str, Any]) -> str:
+    """Why tables grew when nothing held the horizon for long (PostgreSQL)."""
+    if engine == MARIADB:
+        return ""
+    return (
+        " although nothing held the horizon for 2 s: pages were updated again before the "
+        "other sessions' statements (snapshots up to "
+        f"{horizon.get('max_age_xids') or 0:,} transactions old) let PostgreSQL prune their "
+        "old versions. That happens when a small, cached data set takes many updates beside "
+        "slower sessions; a larger SCALE keeps the layout"
+    )
+
+
+def horizon_advice(engine: str, hold: dict[str, Any]) -> str:
+    if engine == MARIADB:
+        from openslob.engines.mariadb import horizon
+    else:
+        from openslob.engines.postgres import horizon
+    return horizon.advice(hold)
+
+
+def is_bloated(engine: str, facts: dict[str, Any] | None) -> bool:
+    """A table's facts (pages, live_rows: dataset_health.table_changes) beyond the layout's
+    bound, so that runs refuse it."""
+    if engine == MARIADB or not facts:
+        return False  # InnoDB updates in place: no bloat of the table itself
+    from openslob.engines.postgres.layout import max_pages
+
+    rows, pages = facts.get("live_rows"), facts.get("pages")
+    return bool(rows and pages and pages > max_pages(rows))

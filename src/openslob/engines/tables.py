@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
 
 from openslob.options import Config
 
@@ -81,17 +81,59 @@ def with_references(specs: list[Spec]) -> list[tuple[Spec, Spec | None]]:
     return pairs
 
 
+@dataclass
+class Plan(Generic[Spec]):
+    """What setup must (re)load, what is valid as it is, and why each table must be loaded."""
+
+    todo: list[Spec] = field(default_factory=list)
+    valid: list[Spec] = field(default_factory=list)
+    reasons: dict[Spec, str] = field(default_factory=dict)
+
+    def add(self, spec: Spec, reason: str | None) -> None:
+        if reason is None:
+            self.valid.append(spec)
+        else:
+            self.todo.append(spec)
+            self.reasons[spec] = reason
+
+
+# Reasons a table must be (re)loaded that are not a layout problem of the table itself.
+NOT_LOADED = "not loaded"
+HALF_LOADED = "half loaded (an interrupted setup)"
+OTHER_PARAMETERS = "loaded with other parameters (rows, seed or layout version)"
+
+
+def recorded_reason(meta: dict[str, Any], wanted: dict[str, Any]) -> str | None:
+    """Why the bookkeeping alone rules a table out (None: go on and check the table)."""
+    if not meta:
+        return NOT_LOADED
+    if meta.get("status") != "complete":
+        return HALF_LOADED
+    if any(meta.get(k) != v for k, v in wanted.items()):
+        return OTHER_PARAMETERS
+    return None
+
+
 class Planner(Protocol):
-    def plan(self, specs: list[Any]) -> tuple[list[Any], list[Any]]: ...
+    def plan(self, specs: list[Any]) -> Plan: ...
 
 
 def missing_tables(
     loader: Planner, config: Config, spec: type[Spec], schemas: list[str]
-) -> list[str]:
-    """`schema.table` of `schemas` a run with this config needs and cannot use yet (the scan
-    table only when the run scans)."""
+) -> dict[str, str]:
+    """`schema.table` -> why, for the tables of `schemas` a run with this config needs and
+    cannot use as they are (the scan table only when the run scans)."""
     specs = [s for s in config_tables(config, spec) if s.schema in schemas]
     if not config["SCAN_PCT"]:
         specs = [s for s in specs if s.table == "cf1"]
-    todo, _ = loader.plan(specs)
-    return [f"{s.schema}.{s.table}" for s in todo]
+    plan = loader.plan(specs)
+    return {f"{s.schema}.{s.table}": plan.reasons[s] for s in plan.todo}
+
+
+def reload_notes(plan: Plan) -> list[str]:
+    """Setup's word on each table it reloads for a reason other than a first load."""
+    return [
+        f"{spec.schema}.{spec.table} reloaded: {reason}"
+        for spec, reason in plan.reasons.items()
+        if reason != NOT_LOADED
+    ]

@@ -271,6 +271,78 @@ def _io_profile(run: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _work(run: dict[str, Any]) -> list[str]:
+    """Blocks per SLOBop against the layout's prediction, the tables before and after, and
+    who held the cleanup horizon: whether the window measured SLOB's data set."""
+    work, tables = run.get("work_per_op") or {}, run.get("tables")
+    horizon, history = run.get("horizon") or {}, run.get("history_length")
+    if not (work or tables or horizon or history):
+        return []
+    lines = section("Data set and work per SLOBop (blocks)")
+    kinds = [k for k in ("select", "update", "scan", "all") if work.get(k)]
+    if kinds:
+        lines += table(
+            ["op", "ops", "logical/op", "predicted", "physical/op", "at most"],
+            [
+                [
+                    "all kinds" if k == "all" else k,
+                    fmt(work[k]["ops"]),
+                    fmt(work[k]["lio"], 1),
+                    fmt(work[k]["lio_predicted"], 1),
+                    fmt(work[k]["pio"], 1),
+                    fmt(work[k]["pio_max_predicted"], 1),
+                ]
+                for k in kinds
+            ],
+        )
+        lines += _wrap(f"Predicted: {work.get('model') or NA}.", WIDTH, indent=11)
+        lines.append(f"Measured: {work.get('source')}.")
+    else:
+        lines.append("Work per op: n/a")
+    cf1 = {n: c for n, c in (tables or {}).items() if n.endswith(".cf1")}
+    if cf1:
+        lines.append("")
+        rows = [
+            [
+                name,
+                fmt((c.get("before") or {}).get("pages")),
+                fmt((c.get("after") or {}).get("pages")),
+                fmt((c.get("before") or {}).get("dead_rows")),
+                fmt((c.get("after") or {}).get("dead_rows")),
+            ]
+            for name, c in list(cf1.items())[:16]
+        ]
+        lines += table(["table", "pages before", "after", "dead rows before", "after"], rows)
+        if len(cf1) > 16:
+            lines.append(f"... {len(cf1) - 16} more tables in run.json")
+    lines.append("")
+    lines += _horizon_lines(horizon, history)
+    return lines
+
+
+def _horizon_lines(horizon: dict[str, Any], history: dict[str, Any] | None) -> list[str]:
+    lines = []
+    if history:
+        lines.append(
+            f"InnoDB history list length: {fmt(history.get('before'))} before, "
+            f"{fmt(history.get('after'))} after the window"
+        )
+    if horizon.get("max_age_xids") is not None:
+        lines.append(
+            f"Oldest xmin of the database: at most {fmt(horizon['max_age_xids'])} "
+            f"transactions old ({fmt(horizon.get('samples'))} samples)"
+        )
+    holds = [h for h in horizon.get("holds") or [] if h["held_s"] >= 2.0]
+    for hold in holds[:5]:
+        lines.append(
+            f"Held for {hold['held_s']:.0f} s by {hold['kind']} {hold['holder']}"
+            f" ({hold.get('application') or hold.get('role') or '-'}, {hold.get('state') or '-'})"
+        )
+    if horizon.get("samples") and not holds:
+        lines.append("Nothing held the cleanup horizon for 2 s or more.")
+    return lines
+
+
 def _calibration(run: dict[str, Any]) -> list[str]:
     cal = run.get("calibration")
     if not cal:
@@ -497,6 +569,7 @@ def render_text(run: dict[str, Any]) -> str:
         _load_profile(run),
         _instances(run),
         _latency(run),
+        _work(run),
         _io_profile(run),
         _calibration(run),
         _wal(run),

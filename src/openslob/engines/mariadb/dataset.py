@@ -179,10 +179,11 @@ class DatasetLoader:
         return {(r["schema_name"], r["table_name"]): r for r in rows}
 
     @staticmethod
-    def _still_valid(
+    def _why_invalid(
         conn: pymysql.connections.Connection, spec: TableSpec, meta: dict, layout: RowLayout
-    ) -> bool:
-        """Cheap check that a table recorded complete is still what the spec asks for."""
+    ) -> str | None:
+        """Why a table cannot be used as it is (None: valid): the bookkeeping first, then
+        the table's own size and index from the catalog."""
         wanted = {
             "n_rows": spec.rows,
             "seed": spec.seed,
@@ -191,8 +192,9 @@ class DatasetLoader:
             "pad": layout.pad,
             "status": "complete",
         }
-        if any(meta.get(k) != v for k, v in wanted.items()):
-            return False
+        reason = tables.recorded_reason(meta, wanted)
+        if reason is not None:
+            return reason
         with conn.cursor() as cur:
             cur.execute(
                 "SELECT t.DATA_LENGTH,"
@@ -204,24 +206,26 @@ class DatasetLoader:
             )
             row = cur.fetchone()
         if row is None:
-            return False
+            return "missing"
         data_length, custid_index = row
         pages = int(data_length or 0) // layout.page_size
         min_pages = spec.rows // layout.rows_per_page
-        return pages >= min_pages and (custid_index == 1 if spec.indexed else True)
+        if pages < min_pages:
+            return f"{pages:,} pages for {spec.rows:,} rows (at least {min_pages:,})"
+        if spec.indexed and custid_index != 1:
+            return "no unique index on custid"
+        return None
 
-    def plan(self, specs: list[TableSpec]) -> tuple[list[TableSpec], list[TableSpec]]:
-        """Split the wanted tables into (to load, already valid)."""
+    def plan(self, specs: list[TableSpec]) -> tables.Plan[TableSpec]:
+        """Split the wanted tables into those to load (with the reason) and the valid ones."""
         layout = self.layout()
         with self._connection() as conn:
             current = self._current(conn)
-            todo, valid = [], []
+            plan: tables.Plan[TableSpec] = tables.Plan()
             for spec in specs:
                 meta = current.get((spec.schema, spec.table), {})
-                (valid if self._still_valid(conn, spec, meta, layout) else todo).append(spec)
-        return todo, valid
-
-    # -- doing
+                plan.add(spec, self._why_invalid(conn, spec, meta, layout))
+        return plan
 
     def load(
         self, specs: list[TableSpec], degree: int, progress: ProgressCallback | None = None
@@ -237,13 +241,14 @@ class DatasetLoader:
         started = time.monotonic()
         self._cancelled.clear()
         layout = self.layout()
-        todo, valid = self.plan(specs)
-        result = SetupResult(tables=[self._describe_valid(spec, layout) for spec in valid])
-        if todo:
-            for spec in todo:
+        plan = self.plan(specs)
+        result = SetupResult(tables=[self._describe_valid(spec, layout) for spec in plan.valid])
+        result.notes += tables.reload_notes(plan)
+        if plan.todo:
+            for spec in plan.todo:
                 self._prepare_table(spec, layout)
-            loaded = self._run_pool(todo, layout, degree, progress)
-            result.tables += [loaded[spec] for spec in todo]
+            loaded = self._run_pool(plan.todo, layout, degree, progress)
+            result.tables += [loaded[spec] for spec in plan.todo]
         result.notes.append(
             f"InnoDB {layout.page_size // 1024}k pages: {layout.rows_per_page} rows per leaf"
             f" page ({len(PAD_COLUMNS)} x {layout.pad} B of padding per row)"

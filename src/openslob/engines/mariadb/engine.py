@@ -72,7 +72,7 @@ class MariaDBEngine(Engine):
 
     def bytes_to_load(self, config: Config) -> int:
         layout = self.layout()
-        todo, _ = self._loader.plan(_specs(config))
+        todo = self._loader.plan(_specs(config)).todo
         return sum(layout.table_bytes(spec.rows) for spec in todo)
 
     def verify(self, config: Config) -> VerifyResult:
@@ -91,7 +91,7 @@ class MariaDBEngine(Engine):
     def cancel(self) -> None:
         self._loader.cancel()
 
-    def missing_tables(self, config: Config, schemas: list[str]) -> list[str]:
+    def missing_tables(self, config: Config, schemas: list[str]) -> dict[str, str]:
         return tables.missing_tables(self._loader, config, TableSpec, schemas)
 
     def data_bytes(self, rows: int) -> int:

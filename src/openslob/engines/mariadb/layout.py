@@ -73,3 +73,51 @@ def layout_for(page_size: int) -> RowLayout:
     while (rows + 1) * record <= free and rows * record + reserve + record <= free:
         rows += 1
     return RowLayout(page_size, pad, record, rows)
+
+
+# InnoDB B-tree geometry for the work-per-SLOBop model: a node pointer record is its key
+# (8 bytes), the child page number (4) and a 5-byte header; a secondary index leaf record is
+# custid and the primary key (16) plus the header. Pages fill to about 15/16.
+NODE_POINTER_BYTES = 5 + 8 + 4 + 2  # + its share of the page directory
+SECONDARY_RECORD_BYTES = 5 + 8 + 8 + 2
+PAGE_FILL = 15 / 16
+# An UPDATE also gets each row's undo page and re-positions on the row it changes.
+UPDATE_EXTRA_GETS_PER_ROW = 2
+
+
+def btree_levels(entries: int, per_leaf: float, fanout: float) -> int:
+    """Levels of a B-tree holding `entries` records, root to leaf."""
+    leaves = max(math.ceil(entries / per_leaf), 1)
+    return 1 if leaves <= 1 else 1 + math.ceil(math.log(leaves) / math.log(fanout))
+
+
+def predicted_work(
+    layout: RowLayout, rows: int, work_unit: int, scan_rows: int
+) -> dict[str, object]:
+    """Page gets of one SLOBop as the InnoDB layout predicts them.
+
+    SELECT: the custid index descent and the leaf pages the range crosses, then one primary
+    key descent per row (root to leaf: the row's own leaf page is the physical read). UPDATE:
+    the same plus UPDATE_EXTRA_GETS_PER_ROW per row. SCAN: the leaf pages of cf2. Physical
+    reads are at most the distinct pages: the row leaves and the secondary index pages."""
+    usable = (layout.page_size - PAGE_OVERHEAD) * PAGE_FILL
+    fanout = usable / NODE_POINTER_BYTES
+    pk_levels = btree_levels(rows, layout.rows_per_page, fanout)
+    per_sec_leaf = usable / SECONDARY_RECORD_BYTES
+    sec_levels = btree_levels(rows, per_sec_leaf, fanout)
+    crossings = (work_unit - 1) / per_sec_leaf
+    select = sec_levels + crossings + work_unit * pk_levels
+    distinct = sec_levels + crossings + work_unit
+    scan_pages = math.ceil(scan_rows / layout.rows_per_page)
+    return {
+        "index_levels": sec_levels,
+        "select": {"lio": select, "pio_max": distinct},
+        "update": {"lio": select + UPDATE_EXTRA_GETS_PER_ROW * work_unit, "pio_max": distinct},
+        "scan": {"lio": float(scan_pages), "pio_max": float(scan_pages)},
+        "model": (
+            f"custid index {sec_levels} levels + {crossings:.2f} leaf crossings, then "
+            f"{work_unit} primary-key descents of {pk_levels} pages ({layout.rows_per_page} "
+            f"rows per leaf page); UPDATE adds {UPDATE_EXTRA_GETS_PER_ROW} page gets per row "
+            f"(undo, re-positioning); SCAN reads cf2's {scan_pages:,} leaf pages"
+        ),
+    }

@@ -21,7 +21,7 @@ from typing import Any
 
 import pymysql
 
-from openslob.engines.mariadb import stats
+from openslob.engines.mariadb import horizon, stats
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, connect, global_variables
 from openslob.engines.mariadb.workload import SESSION_SETTINGS, call_statement
 from openslob.errors import SetupError
@@ -51,6 +51,15 @@ class Monitor:
     def loop_counters(self) -> dict[str, float] | None:
         """Cumulative counters for the time series (stats.live_counters)."""
         return stats.live_counters(self.conn)
+
+    def horizon(self) -> dict[str, Any]:
+        """The history list length and the oldest open transaction (horizon.oldest_holder),
+        with the time series' figure; only the figure (null) when it cannot be read."""
+        try:
+            sample = horizon.oldest_holder(self.conn)
+        except pymysql.err.MySQLError:
+            sample = {}
+        return {**sample, "figures": {"history_length": sample.get("history_length")}}
 
     def read_file(self, path: str) -> str | None:
         """The server host's files are not readable through MariaDB: always None."""

@@ -160,6 +160,23 @@ def snapshot_delta(before: Snapshot, after: Snapshot, seconds: float) -> dict[st
     }
 
 
+def work_per_op(
+    before: Snapshot, after: Snapshot, ops: dict[str, int]
+) -> dict[str, dict[str, float]] | None:
+    """Page gets (logical) and buffer pool misses (physical) per SLOBop over the window.
+
+    InnoDB counts them for the whole server, not per statement: the figures are per op of
+    all kinds ("all"), and per kind only when the run did one kind of op."""
+    requests = _d(before, after, "Innodb_buffer_pool_read_requests")
+    misses = _d(before, after, "Innodb_buffer_pool_reads")
+    total = sum(ops.values())
+    if requests is None or misses is None or not total:
+        return None
+    figures = {"ops": total, "lio": requests / total, "pio": misses / total}
+    kinds = [kind for kind, n in ops.items() if n]
+    return {kinds[0] if len(kinds) == 1 else "all": figures}
+
+
 def notes(after: Snapshot) -> list[str]:
     """Why some names differ from PostgreSQL's and which figures are null (run.json notes)."""
     result = list(NOTES)

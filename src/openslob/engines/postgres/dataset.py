@@ -27,13 +27,14 @@ from psycopg import sql
 
 from openslob.engines import tables
 from openslob.engines.base import ProgressCallback, SetupResult, TableLoad
+from openslob.engines.postgres import layout
+from openslob.engines.postgres.layout import FILLFACTOR, PAD_COLUMNS
 from openslob.engines.tables import schema_order
 from openslob.errors import SetupError
 
 BLOCK_SIZE = 8192
 # Bump when the table layout changes: setup then rebuilds data made by older versions.
 LAYOUT_VERSION = 1
-PAD_COLUMNS = tuple(f"c{i}" for i in range(2, 21))  # SLOB's CF1 has c2..c20
 PAD_CHARS = 96  # 19 x 97 B + tuple header ~ 1.9 KB: > 819 B (10 % page), < 2032 B (TOAST)
 META_SCHEMA = "openslob"
 META_TABLE = "datasets"
@@ -72,8 +73,8 @@ def create_table_sql(spec: TableSpec) -> list[sql.Composed]:
         sql.SQL("DROP TABLE IF EXISTS {}").format(table),
         sql.SQL(
             "CREATE TABLE {} (custid bigint NOT NULL, {}) "
-            "WITH (fillfactor = 10, autovacuum_enabled = false)"
-        ).format(table, columns),
+            "WITH (fillfactor = {}, autovacuum_enabled = false)"
+        ).format(table, columns, sql.Literal(FILLFACTOR)),
         sql.SQL("ALTER TABLE {} {}").format(table, storage),
     ]
 
@@ -155,34 +156,28 @@ class DatasetLoader:
             (r[0], r[1]): {"rows": r[2], "seed": r[3], "layout": r[4], "status": r[5]} for r in rows
         }
 
-    def _still_valid(self, conn: psycopg.Connection, spec: TableSpec, meta: dict) -> bool:
-        """Cheap check that a table recorded complete is still what the spec asks for."""
-        if meta.get("status") != "complete" or {k: meta[k] for k in spec.key()} != spec.key():
-            return False
-        row = conn.execute(
-            "SELECT pg_relation_size(c.oid) / current_setting('block_size')::int,"
-            "  (SELECT bool_and(i.indisvalid AND i.indisready) FROM pg_index i"
-            "    WHERE i.indrelid = c.oid)"
-            " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = %s AND c.relname = %s",
-            [spec.schema, spec.table],
-        ).fetchone()
-        if row is None:
-            return False
-        pages, index_ok = row
-        # >=: an update that cannot stay HOT moves its row to a fresh page (still one live
-        # row per page); runs with updates therefore add a few pages over time.
-        return pages >= spec.rows and (index_ok is True if spec.indexed else True)
+    def _why_invalid(
+        self, spec: TableSpec, meta: dict, facts: dict[str, layout.TableFacts]
+    ) -> str | None:
+        """Why a table cannot be used as it is (None: valid), from the bookkeeping and then
+        the catalog and statistics of the table itself (layout.problems): rows deleted or
+        added by hand, a changed fillfactor, a bloated table, a missing index."""
+        reason = tables.recorded_reason(meta, {**spec.key(), "status": "complete"})
+        if reason is not None:
+            return reason
+        found = layout.problems(facts.get(f"{spec.schema}.{spec.table}"), spec)
+        return "; ".join(found) or None
 
-    def plan(self, specs: list[TableSpec]) -> tuple[list[TableSpec], list[TableSpec]]:
-        """Split the wanted tables into (to load, already valid)."""
+    def plan(self, specs: list[TableSpec]) -> tables.Plan[TableSpec]:
+        """Split the wanted tables into those to load (with the reason) and the valid ones."""
         with self._connection(LOADER_APP) as conn:
             current = self._current(conn)
-            todo, valid = [], []
+            facts = layout.table_facts(conn)
+            plan: tables.Plan[TableSpec] = tables.Plan()
             for spec in specs:
                 meta = current.get((spec.schema, spec.table), {})
-                (valid if self._still_valid(conn, spec, meta) else todo).append(spec)
-        return todo, valid
+                plan.add(spec, self._why_invalid(spec, meta, facts))
+        return plan
 
     # -- doing
 
@@ -199,13 +194,14 @@ class DatasetLoader:
         last stride, so the pool stays busy from the first row to the last.
         """
         started = time.monotonic()
-        todo, valid = self.plan(specs)
-        result = SetupResult(tables=[self._describe_valid(spec) for spec in valid])
-        if todo:
-            for spec in todo:
+        plan = self.plan(specs)
+        result = SetupResult(tables=[self._describe_valid(spec) for spec in plan.valid])
+        result.notes += tables.reload_notes(plan)
+        if plan.todo:
+            for spec in plan.todo:
                 self._prepare_table(spec)
-            loaded = self._run_pool(todo, degree, progress)
-            result.tables += [loaded[spec] for spec in todo]
+            loaded = self._run_pool(plan.todo, degree, progress)
+            result.tables += [loaded[spec] for spec in plan.todo]
         result.seconds = time.monotonic() - started
         return result
 
@@ -289,6 +285,12 @@ class DatasetLoader:
                 load_chunk_sql(spec),
                 {"first": first, "last": spec.rows, "step": step, "seed": spec.seed},
             )
+            if conn.info.server_version >= 150000:
+                # Publish the insert counts now: a backend flushes them when it goes idle,
+                # lock permitting, else later. Arriving after the table's VACUUM has set
+                # n_live_tup they would add to it, and the layout check would count the
+                # rows twice.
+                conn.execute("SELECT pg_stat_force_next_flush()")
 
     def _finish_table(self, spec: TableSpec) -> TableLoad:
         """Index, vacuum, and record the table complete."""

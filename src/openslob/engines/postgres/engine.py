@@ -110,7 +110,7 @@ class PostgresEngine(Engine):
         return result
 
     def bytes_to_load(self, config: Config) -> int:
-        todo, _ = self._loader.plan(_specs(config))
+        todo = self._loader.plan(_specs(config)).todo
         return sum(spec.rows for spec in todo) * BLOCK_SIZE
 
     def verify(self, config: Config) -> VerifyResult:
@@ -129,7 +129,7 @@ class PostgresEngine(Engine):
     def cancel(self) -> None:
         self._loader.cancel()
 
-    def missing_tables(self, config: Config, schemas: list[str]) -> list[str]:
+    def missing_tables(self, config: Config, schemas: list[str]) -> dict[str, str]:
         return tables.missing_tables(self._loader, config, TableSpec, schemas)
 
     def data_bytes(self, rows: int) -> int:

@@ -3,8 +3,16 @@
 Work sessions are async connections (hundreds start in parallel from one thread). Monitor
 connections are synchronous, each used by one sampler thread, and each stays inside one open
 read-only transaction for the whole run: their queries then add no commits to the window's
-pg_stat_database counts (pg_stat_clear_snapshot() keeps each read fresh), and a transaction
-without an xid holds back no vacuum horizon.
+pg_stat_database counts (pg_stat_clear_snapshot() keeps each read fresh).
+
+No monitor may hold back the xmin horizon: a snapshot held across the window stops HOT
+pruning, every update then moves its row to a new page, and the data set the run measures
+grows (one row per page is lost). An open transaction without an xid holds no horizon by
+itself, but a statement sent with parameters over the extended protocol leaves its unnamed
+portal, and the portal's snapshot, open until the next statement: the monitors therefore
+speak the simple query protocol (ClientCursor, parameters bound client-side), which drops
+the portal when the statement ends. The wait sampler, whose one statement lasts the whole
+window, runs connected to another database of the cluster (workload._ASH_DO).
 """
 
 from __future__ import annotations
@@ -16,16 +24,31 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg import pq, sql
+from psycopg import pq
+from psycopg.conninfo import make_conninfo
 
-from openslob.engines.postgres import stats
-from openslob.engines.postgres.workload import SESSION_SETTINGS, ash_function, call_statement
+from openslob.engines.postgres import horizon, stats
+from openslob.engines.postgres.workload import (
+    ASH_NOTICE,
+    SESSION_SETTINGS,
+    ash_block,
+    call_statement,
+)
 
 CONNECT_TIMEOUT_S = 30
+# Where the wait sampler connects: any database of the cluster but the SLOB one.
+OTHER_DATABASES = ("postgres", "template1")
 # pg_read_file's length for /proc files (their size reads as 0): sysctl files refuse a read
 # buffer far larger than this (ENOMEM), and 1 MiB holds any diskstats or mountinfo here.
 PROC_READ_BYTES = 1 << 20
 FORCE_FLUSH_VERSION = 150000  # pg_stat_force_next_flush()
+
+
+@dataclass
+class WaitSamples:
+    samples: int
+    waits: dict[str, int]
+    commits: int  # the sampler's own transactions, all inside the window
 
 
 @dataclass
@@ -37,16 +60,26 @@ class WorkSession:
 
 
 class Monitor:
-    """One sampler's connection: snapshots, live loop counters, wait samples."""
+    """One sampler's connection: snapshots, live loop counters, wait samples.
 
-    def __init__(self, conninfo: str, application_name: str) -> None:
+    `in_transaction`: one read-only transaction for the whole run (no commits of ours in the
+    window); the wait sampler's connection is autocommit instead, because its procedure
+    commits after each sample."""
+
+    same_database = True  # the waits monitor may be elsewhere (PostgresRunBackend.monitor)
+
+    def __init__(
+        self, conninfo: str, application_name: str, *, in_transaction: bool = True
+    ) -> None:
         self.conn = psycopg.connect(
             conninfo,
-            autocommit=False,
+            autocommit=not in_transaction,
             application_name=application_name,
             connect_timeout=CONNECT_TIMEOUT_S,
+            cursor_factory=psycopg.ClientCursor,  # simple protocol: no portal left open
         )
-        self.conn.read_only = True
+        if in_transaction:
+            self.conn.read_only = True
         self.with_statements = stats.has_statements(self.conn)
 
     def snapshot(self) -> stats.Snapshot:
@@ -56,6 +89,17 @@ class Monitor:
         if not self.with_statements:
             return None
         return stats.loop_counters(stats.statements(self.conn, loop_only=True))
+
+    def horizon(self) -> dict[str, Any]:
+        """Who holds the oldest xmin of the database now (horizon.oldest_holder), with the
+        time series' figure; only the figure (null) when it cannot be read. It runs in a
+        savepoint, so a failure leaves the monitor's transaction usable."""
+        try:
+            with self.conn.transaction():
+                sample = horizon.oldest_holder(self.conn)
+        except psycopg.Error:
+            sample = {}
+        return {**sample, "figures": {"horizon_age_xids": sample.get("age_xids")}}
 
     def read_file(self, path: str) -> str | None:
         """A file of the server's host (pg_read_file; None when missing). Check with
@@ -67,14 +111,26 @@ class Monitor:
 
     def sample_waits(
         self, application_name: str, start_epoch: float, end_epoch: float | None, hz: float
-    ) -> tuple[int, dict[str, int]]:
-        """(samples, {event: count}) from the in-database sampler; returns when the window
-        ends (see workload._ASH_DDL). Cancel the connection to stop it sooner."""
-        (result,) = self.conn.execute(
-            sql.SQL("SELECT {}(%s, %s, %s, %s)").format(ash_function()),
-            [application_name, start_epoch, end_epoch, hz],
-        ).fetchone()
-        return int(result["samples"]), {e: int(n) for e, n in result["waits"].items()}
+    ) -> WaitSamples:
+        """The in-database sampler's result; returns when the window ends (see
+        workload._ASH_DO). Cancel the connection to stop it sooner. Its commits count in
+        the window only when it ran in the SLOB database itself (`same_database`)."""
+        notices: list[str] = []
+        self.conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        block = ash_block(
+            application_name, start_epoch, end_epoch, hz, self.conn.info.server_version
+        )
+        self.conn.execute(block)
+        found = [n.removeprefix(ASH_NOTICE) for n in notices if n.startswith(ASH_NOTICE)]
+        if not found:
+            raise RuntimeError("the wait sampler returned no result")
+        result = json.loads(found[-1])
+        return WaitSamples(
+            int(result["samples"]),
+            {e: int(n) for e, n in result["waits"].items()},
+            # its COMMITs, and the DO statement's own last transaction
+            int(result["commits"]) + 1 if self.same_database else 0,
+        )
 
     def cancel(self) -> None:
         with contextlib.suppress(psycopg.Error, OSError):
@@ -180,7 +236,29 @@ class PostgresRunBackend:
         """Nothing to release: sessions are async connections on the run's event loop."""
 
     def monitor(self, role: str) -> Monitor:
-        return Monitor(self.conninfo, f"{self.application_name} {role}")
+        """A monitor connection; the "waits" one in another database of the cluster when one
+        can be reached (its statement lasts the whole window and would hold back this
+        database's horizon), else here, autocommit (its procedure commits)."""
+        name = f"{self.application_name} {role}"
+        if role != "waits":
+            return Monitor(self.conninfo, name)
+        here = self._database()
+        for other in OTHER_DATABASES:
+            if other == here:
+                continue
+            try:
+                monitor = Monitor(
+                    make_conninfo(self.conninfo, dbname=other), name, in_transaction=False
+                )
+            except psycopg.Error:
+                continue
+            monitor.same_database = False
+            return monitor
+        return Monitor(self.conninfo, name, in_transaction=False)
+
+    def _database(self) -> str:
+        with psycopg.connect(self.conninfo, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+            return str(conn.execute("SELECT current_database()").fetchone()[0])
 
     def host_files_reason(self) -> str | None:
         """None when this role can read the server host's /proc through pg_read_file (superuser

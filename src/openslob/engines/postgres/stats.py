@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from openslob.engines.postgres import layout
 from openslob.rates import per_s, ratio
 
 Snapshot = dict[str, Any]
@@ -92,6 +93,8 @@ def take_snapshot(conn: psycopg.Connection, *, with_statements: bool = True) -> 
         else None
     )
     snap["statements"] = statements(conn) if with_statements else None
+    # The SLOB tables' size and dead row versions: whether the window kept the layout.
+    snap["tables"] = {name: f.as_dict() for name, f in layout.table_facts(conn).items()}
     return snap
 
 
@@ -196,6 +199,38 @@ def loop_counters(rows: list[dict[str, Any]] | None) -> dict[str, float] | None:
         totals["wal_bytes"] += r["wal_bytes"] or 0.0
         totals["exec_time_ms"] += r["total_exec_time"]
     return totals
+
+
+def _blocks_by_kind(rows: list[dict[str, Any]] | None) -> dict[str, list[float]] | None:
+    """{kind: [calls, blocks hit, blocks read]} over the loop's statements."""
+    if rows is None:
+        return None
+    totals: dict[str, list[float]] = {}
+    for r in rows:
+        if r.get("slobop") is not None:
+            t = totals.setdefault(r["slobop"], [0.0, 0.0, 0.0])
+            t[0] += r["calls"]
+            t[1] += r["shared_blks_hit"]
+            t[2] += r["shared_blks_read"]
+    return totals
+
+
+def work_per_op(before: Snapshot, after: Snapshot) -> dict[str, dict[str, float]] | None:
+    """Blocks each SLOBop kind cost over the window: {kind: {ops, lio, pio}} from the loop
+    statements' pg_stat_statements deltas (logical = buffer hits + reads, physical = reads).
+    None without pg_stat_statements."""
+    first = _blocks_by_kind(before.get("statements"))
+    last = _blocks_by_kind(after.get("statements"))
+    if first is None or last is None:
+        return None
+    work = {}
+    for kind, (calls, hits, reads) in last.items():
+        b_calls, b_hits, b_reads = first.get(kind, (0.0, 0.0, 0.0))
+        ops = calls - b_calls
+        if ops > 0:
+            lio = hits - b_hits + reads - b_reads
+            work[kind] = {"ops": int(ops), "lio": lio / ops, "pio": (reads - b_reads) / ops}
+    return work
 
 
 # ------------------------------------------------------------------------------ deltas

@@ -12,6 +12,7 @@ import psycopg
 from psycopg import sql
 
 from openslob.engines.base import Check
+from openslob.engines.postgres import layout
 from openslob.engines.postgres.dataset import (
     LAYOUT_VERSION,
     META_SCHEMA,
@@ -32,6 +33,7 @@ class TableVerifier:
     def __init__(self, conn: psycopg.Connection, amcheck: bool) -> None:
         self.conn = conn
         self.amcheck = amcheck
+        self.facts = layout.table_facts(conn)
 
     def exists(self, spec: TableSpec) -> bool:
         found = self.conn.execute(
@@ -43,7 +45,7 @@ class TableVerifier:
         where = f"{spec.table}"
         if not self.exists(spec):
             return [Check(spec.schema, f"{where} exists", "missing", "present", False)]
-        checks = self._layout(spec) + self._meta(spec) + self._storage(spec)
+        checks = self._layout(spec) + self._bloat(spec) + self._meta(spec) + self._storage(spec)
         if spec.indexed:
             checks += self._index(spec)
             if reference is not None and self.exists(reference):
@@ -75,10 +77,10 @@ class TableVerifier:
                 f"{table} pages",
                 pages
                 if pages == spec.rows
-                else f"{pages} ({pages - spec.rows:+d}: moved rows, or empty pages a parallel "
-                "load's relation extension left)",
-                f">= {spec.rows}",
-                pages >= spec.rows,
+                else f"{pages} ({pages - spec.rows:+d}: rows moved out of their pages, or "
+                "empty pages a parallel load's relation extension left)",
+                f"{spec.rows}..{layout.max_pages(spec.rows)}",
+                spec.rows <= pages <= layout.max_pages(spec.rows),
             ),
             Check(
                 spec.schema,
@@ -107,6 +109,25 @@ class TableVerifier:
                 )
             )
         return checks
+
+    def _bloat(self, spec: TableSpec) -> list[Check]:
+        """Dead row versions (statistics) and the storage options the layout depends on."""
+        facts = self.facts.get(f"{spec.schema}.{spec.table}")
+        if facts is None:
+            return []
+        dead, limit = facts.dead_rows, int(layout.MAX_DEAD_PER_ROW * spec.rows)
+        options = f"fillfactor={facts.fillfactor}, autovacuum_enabled={facts.autovacuum}"
+        wanted = f"fillfactor={layout.FILLFACTOR}, autovacuum_enabled=False"
+        return [
+            Check(
+                spec.schema,
+                f"{spec.table} dead row versions",
+                "n/a (no statistics)" if dead is None else dead,
+                f"<= {limit} ({layout.MAX_DEAD_PER_ROW:g} per row)",
+                dead is None or dead <= limit,
+            ),
+            Check(spec.schema, f"{spec.table} storage options", options, wanted, options == wanted),
+        ]
 
     def _meta(self, spec: TableSpec) -> list[Check]:
         row = self.conn.execute(

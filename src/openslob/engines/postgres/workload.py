@@ -65,6 +65,7 @@ DECLARE
     think_freq  bigint  := (p_conf->>'think_frequency')::bigint;
     think_min   float8  := (p_conf->>'think_min')::float8;
     think_max   float8  := (p_conf->>'think_max')::float8;
+    release_s   float8  := coalesce((p_conf->>'release_s')::float8, 0.01);
     h_sel   int[] := array_fill(0, ARRAY[{slots}]);
     h_upd   int[] := array_fill(0, ARRAY[{slots}]);
     h_scan  int[] := array_fill(0, ARRAY[{slots}]);
@@ -74,7 +75,7 @@ DECLARE
     op bigint := 0; k bigint; lo bigint; cnt bigint; changed bigint; v text;
     hot boolean; kind int; pause float8;
     t0 float8; t1 float8; us bigint; e int; idx int;
-    began float8; ended float8;
+    began float8; ended float8; now_e float8; opened float8; n_release bigint := 0;
 BEGIN
     IF p_conf ? 'seed' THEN
         PERFORM setseed((p_conf->>'seed')::float8);
@@ -85,6 +86,7 @@ BEGIN
         PERFORM pg_sleep(pause);
     END IF;
     began := date_part('epoch', clock_timestamp());
+    opened := began;
     LOOP
         IF loops > 0 THEN
             EXIT WHEN op >= loops;
@@ -158,11 +160,27 @@ BEGIN
                 h_scan[idx + 1] := h_scan[idx + 1] + 1;  n_scan := n_scan + 1;
             END IF;
         END IF;
+        -- A transaction holds the snapshot of its first statement until it ends (the
+        -- procedure's portal snapshot), and that snapshot holds back the xmin horizon:
+        -- a stretch of reads between two updates would keep other sessions' old row
+        -- versions from being pruned. Reads end their transaction once it is release_s
+        -- old (counted: these commits are taken out of the window's commits).
+        now_e := date_part('epoch', clock_timestamp());
+        IF kind = 1 THEN
+            opened := now_e;
+        ELSIF now_e - opened >= release_s THEN
+            COMMIT;
+            n_release := n_release + 1;
+            opened := now_e;
+        END IF;
         IF think_freq > 0 AND op % think_freq = 0 THEN
             pause := think_min + random() * (think_max - think_min);
-            PERFORM pg_sleep(pause);
+            PERFORM pg_sleep(pause);  -- holds a snapshot while it sleeps: see the README
             n_think := n_think + 1;
             think_s := think_s + pause;
+            COMMIT;
+            n_release := n_release + 1;
+            opened := date_part('epoch', clock_timestamp());
         END IF;
     END LOOP;
     ended := date_part('epoch', clock_timestamp());
@@ -171,7 +189,7 @@ BEGIN
         'ops', op, 'ops_select', n_sel, 'ops_update', n_upd, 'ops_scan', n_scan,
         'rows_selected', rows_sel, 'rows_updated', rows_upd,
         'ops_hot_schema', n_hot, 'ops_hotspot', n_spot,
-        'think_count', n_think, 'think_seconds', think_s,
+        'think_count', n_think, 'think_seconds', think_s, 'released', n_release,
         'began_epoch', began, 'ended_epoch', ended, 'pid', pg_backend_pid(),
         'hist_select', (SELECT coalesce(jsonb_object_agg(i - 1, h_sel[i]), '{{}}')
                         FROM generate_subscripts(h_sel, 1) i WHERE h_sel[i] > 0),
@@ -192,9 +210,6 @@ def _set_list(columns: tuple[str, ...]) -> sql.Composable:
 
 def procedure_ddl(schema: str, server_version: int, hot_schema: str = "user1") -> sql.Composed:
     """CREATE OR REPLACE PROCEDURE userN.slob_work for one schema."""
-    # pg_stat_force_next_flush() (15+) makes the idle-time flush after the CALL complete and
-    # immediate; older servers send their statistics on their own schedule.
-    flush = "PERFORM pg_stat_force_next_flush();" if server_version >= 150000 else ""
     return sql.SQL(_TEMPLATE).format(
         proc=sql.Identifier(schema, PROCEDURE),
         cf1=sql.Identifier(schema, "cf1"),
@@ -205,7 +220,7 @@ def procedure_ddl(schema: str, server_version: int, hot_schema: str = "user1") -
         lite_set=_set_list(LITE_COLUMNS),
         slots=sql.SQL(str(SLOTS)),
         bucket=_bucket_code(indent=12),
-        flush=sql.SQL(flush),
+        flush=sql.SQL(_flush(server_version)),
     )
 
 
@@ -223,29 +238,41 @@ def bucket_function_ddl() -> sql.Composed:
     ).format(code=_bucket_code(indent=0))
 
 
-ASH_FUNCTION = "ash_sample"
+ASH_NOTICE = "openslob-ash "
 
 # ASH-like wait sampling inside the database, as the work loop is: the client makes one call
 # per run and spends no CPU on the 10 Hz samples. Samples every 1/hz s from start_epoch until
 # end_epoch (NULL: no planned end), and stops early once none of the run's sessions is
 # active any more (the window's CALLs returned: the end of an op-count run, or a Ctrl-C).
-# "CPU" is active without a wait event. Returns {"samples": n, "waits": {event: count}}.
-_ASH_DDL = """
-CREATE SCHEMA IF NOT EXISTS {schema};
-CREATE OR REPLACE FUNCTION {function}(app text, start_epoch float8, end_epoch float8, hz float8)
-RETURNS jsonb LANGUAGE plpgsql AS $ash$
+# "CPU" is active without a wait event. The result {"samples", "waits": {event: count},
+# "commits"} comes back as a NOTICE: a DO block returns nothing, and creates nothing.
+# It must not hold back the SLOB database's xmin horizon, which a statement does for as long
+# as it runs (its pg_sleep too): it runs connected to another database of the cluster
+# (pg_stat_activity shows them all, and a backend of another database holds no horizon for
+# this one's tables), and commits after every sample, which ends every snapshot it held
+# (the fallback when no other database can be reached: then its commits are counted and
+# pg_stat_force_next_flush() (15+) publishes them before it returns, so that they can be
+# taken out of the window's commits).
+_ASH_DO = """
+DO $ash$
 DECLARE
+    app text := {app};
+    start_epoch float8 := {start};
+    end_epoch float8 := {end};
+    hz float8 := {hz};
     counts jsonb := '{{}}';
     samples int := 0;
+    commits int := 0;
     active int;
     tick float8;
     r record;
 BEGIN
+    COMMIT;  -- the DO statement's own snapshot goes here
+    commits := commits + 1;
     PERFORM pg_sleep(greatest(0, start_epoch - extract(epoch FROM clock_timestamp())));
     LOOP
         tick := extract(epoch FROM clock_timestamp());
         EXIT WHEN end_epoch IS NOT NULL AND tick >= end_epoch;
-        PERFORM pg_stat_clear_snapshot();
         active := 0;
         FOR r IN
             SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS event,
@@ -259,24 +286,47 @@ BEGIN
         END LOOP;
         EXIT WHEN active = 0 AND samples > 0;
         samples := samples + 1;
+        COMMIT;  -- a new transaction: fresh pg_stat_activity, no snapshot kept
+        commits := commits + 1;
         PERFORM pg_sleep(greatest(0, 1.0 / hz - (extract(epoch FROM clock_timestamp()) - tick)));
     END LOOP;
-    RETURN jsonb_build_object('samples', samples, 'waits', counts);
+    {flush}
+    RAISE NOTICE '%', {notice} || jsonb_build_object(
+        'samples', samples, 'waits', counts, 'commits', commits)::text;
 END
-$ash$;
+$ash$
 """
 
 
-def ash_function() -> sql.Identifier:
-    return sql.Identifier(META_SCHEMA, ASH_FUNCTION)
+def ash_block(
+    app: str, start_epoch: float, end_epoch: float | None, hz: float, server_version: int
+) -> sql.Composed:
+    """The wait sampler's DO block (its values inlined: a DO block takes no parameters)."""
+    return sql.SQL(_ASH_DO).format(
+        app=sql.Literal(app),
+        start=sql.Literal(start_epoch),
+        end=sql.SQL("NULL") if end_epoch is None else sql.Literal(end_epoch),
+        hz=sql.Literal(hz),
+        flush=sql.SQL(_flush(server_version)),
+        notice=sql.Literal(ASH_NOTICE),
+    )
 
 
 def install_procedures(conn: psycopg.Connection, schemas: list[str]) -> None:
     for schema in schemas:
         conn.execute(procedure_ddl(schema, conn.info.server_version))
+    # Left by earlier versions, whose wait sampler was a function in this database.
     conn.execute(
-        sql.SQL(_ASH_DDL).format(schema=sql.Identifier(META_SCHEMA), function=ash_function())
+        sql.SQL("DROP FUNCTION IF EXISTS {}(text, float8, float8, float8)").format(
+            sql.Identifier(META_SCHEMA, "ash_sample")
+        )
     )
+
+
+def _flush(server_version: int) -> str:
+    """pg_stat_force_next_flush() (15+) makes the idle-time flush after a CALL complete and
+    immediate; older servers send their statistics on their own schedule."""
+    return "PERFORM pg_stat_force_next_flush();" if server_version >= 150000 else ""
 
 
 def call_statement(schema: str, placeholder: str = "%s") -> sql.Composed:
