@@ -62,7 +62,10 @@ class Bench:
         return resolve(flags, None, cwd=Path("/"))
 
     def ensure_data(self, config: Config, max_sessions: int) -> None:
-        prepare(config, target=None, data_dir=self.server.data_dir, max_sessions=max_sessions)
+        """Server, capacity, data and procedures, then the data set's lock is let go."""
+        prepare(
+            config, target=None, data_dir=self.server.data_dir, max_sessions=max_sessions
+        ).release()
 
     def close(self) -> None:
         if self.own:

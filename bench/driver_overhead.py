@@ -41,23 +41,26 @@ def main() -> None:
         for n in counts:
             config = bench.config(**data, SESSIONS=n, RUN_TIME=args.seconds)
             prepared = prepare(config, target=None, data_dir=bench.server.data_dir)
-            ratios, clients, servers = [], [], []
-            for i in range(args.repeats):
-                pid = bench.server.status().pid
-                before, server_before = cpu_seconds(), server_cpu_seconds(pid)
-                execute(prepared, config, results / f"n{n}-{i}")
-                client = cpu_seconds() - before
-                server_after = server_cpu_seconds(pid)
-                server = (
-                    None
-                    if server_before is None or server_after is None
-                    else server_after - server_before
-                )
-                clients.append(client)
-                if server is not None:  # unreadable: left out (n/a), never printed as 0
-                    servers.append(server)
-                if server:
-                    ratios.append(client / server)
+            try:
+                ratios, clients, servers = [], [], []
+                for i in range(args.repeats):
+                    pid = bench.server.status().pid
+                    before, server_before = cpu_seconds(), server_cpu_seconds(pid)
+                    execute(prepared, config, results / f"n{n}-{i}")
+                    client = cpu_seconds() - before
+                    server_after = server_cpu_seconds(pid)
+                    server = (
+                        None
+                        if server_before is None or server_after is None
+                        else server_after - server_before
+                    )
+                    clients.append(client)
+                    if server is not None:  # unreadable: left out (n/a), never printed as 0
+                        servers.append(server)
+                    if server:
+                        ratios.append(client / server)
+            finally:
+                prepared.release()
             print(
                 f"driver_overhead: {n:>3} sessions  client CPU {spread(clients)} s  "
                 f"server CPU {spread(servers)} s  ratio {spread(ratios, 4)}   goal <= 0.01"

@@ -4,11 +4,13 @@ MariaDB-only parts: server lifecycle per page size and the block-size study on a
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -197,6 +199,152 @@ def test_a_held_snapshot_is_measured_and_its_holder_named(
         assert [w for w in run["warnings"] if w.startswith("tables grew during the window")]
         repaired = slob(base, cwd, "setup", "--target", TARGETS[engine], *DATA)
         assert repaired.exit_code == 0 and "reloaded: bloated" in repaired.output
+
+
+def _openslob_sessions(engine: str, base: Path) -> list[Any]:
+    """openslob run sessions (work loops, monitors) still connected to the server."""
+    if engine == "mariadb":
+        with (
+            pymysql.connect(**EmbeddedMariaDB(base, "16k").connect_kwargs()) as conn,
+            conn.cursor() as cur,
+        ):
+            cur.execute(
+                "SELECT a.PROCESSLIST_ID, a.ATTR_VALUE"
+                " FROM performance_schema.session_connect_attrs a"
+                " JOIN information_schema.PROCESSLIST p ON p.ID = a.PROCESSLIST_ID"
+                " WHERE a.ATTR_NAME = 'program_name' AND a.ATTR_VALUE LIKE 'openslob-run %'"
+            )
+            return list(cur.fetchall())
+    with psycopg.connect(EmbeddedServer(base).conninfo(), autocommit=True) as conn:
+        return conn.execute(
+            "SELECT pid, application_name FROM pg_stat_activity"
+            " WHERE application_name LIKE 'openslob-run %'"
+        ).fetchall()
+
+
+def _start_run(engine: str, base: Path, cwd: Path, results: Path, seconds: int = 60):
+    """`slob run` in a child process, returned once its window has begun."""
+    proc = slob_subprocess(
+        "run", "--target", TARGETS[engine], *DATA, "--sessions", "2", "--update-pct", "20",
+        "--warmup", "0", "--run-time", str(seconds), "--results-dir", str(results),
+        data_dir=base, cwd=cwd,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(results.glob("*")):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    time.sleep(1.5)  # inside the window
+    return proc
+
+
+def _gone_within(engine: str, base: Path, seconds: float) -> list[Any]:
+    """openslob sessions still there after `seconds` (none expected)."""
+    deadline = time.monotonic() + seconds
+    left = _openslob_sessions(engine, base)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.25)
+        left = _openslob_sessions(engine, base)
+    return left
+
+
+def test_sigterm_ends_the_run_like_ctrl_c(loaded, base: Path, tmp_path: Path) -> None:
+    """timeout, systemd and CI runners send SIGTERM: the run is saved as interrupted, exit
+    143, and no session of it is left."""
+    engine, cwd = loaded
+    results = tmp_path / "results"
+    proc = _start_run(engine, base, cwd, results)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 10
+    assert proc.returncode == 143, stderr
+    (run_dir,) = results.iterdir()
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["status"] == "interrupted" and run["stopped_by"] == "SIGTERM"
+    assert run["metrics"]["pio_reads_per_s"] > 0  # what the window measured is kept
+    assert _gone_within(engine, base, 10) == []
+
+
+def test_sigkill_of_the_client_leaves_no_loop_behind(loaded, base: Path, tmp_path: Path) -> None:
+    """kill -9: nothing of the client runs any more, yet the server ends the loops itself
+    within seconds (PostgreSQL: client_connection_check_interval; MariaDB: the loop sees the
+    client's lock go). The next run starts on a server with no leftover."""
+    engine, cwd = loaded
+    results = tmp_path / "results"
+    proc = _start_run(engine, base, cwd, results)
+    assert len(_openslob_sessions(engine, base)) >= 2
+    proc.kill()
+    proc.wait(timeout=10)
+    assert _gone_within(engine, base, 10) == []
+    again = slob(
+        base, cwd, "run", "--target", TARGETS[engine], *DATA, "--sessions", "2",
+        "--warmup", "0", "--run-time", "1", "--results-dir", str(tmp_path / "r2"),
+    )  # fmt: skip
+    assert again.exit_code == 0, again.output
+
+
+def test_one_run_per_data_set_at_a_time(loaded, base: Path, tmp_path: Path) -> None:
+    """While a run holds the data set, another run, a setup or a destroy is refused in one
+    line naming the holder, and `slob server stop` asks for --force."""
+    engine, cwd = loaded
+    proc = _start_run(engine, base, cwd, tmp_path / "results", seconds=30)
+    engine_args = ["--engine", "mariadb", "--page-size", "16k"] if engine == "mariadb" else []
+    try:
+        for args in (
+            ["run", "--target", TARGETS[engine], *DATA, "--run-time", "1"],
+            ["setup", "--target", TARGETS[engine], *DATA],
+            ["destroy", "--yes", "--target", TARGETS[engine]],
+            ["server", "stop", *engine_args],
+        ):
+            refused = slob(base, cwd, *args)
+            assert refused.exit_code == 1, (args, refused.output)
+            errors = [line for line in refused.stderr.splitlines() if "error" in line]
+            assert len(errors) == 1, (args, refused.stderr)
+            assert "openslob run" in errors[0] and "is using" in errors[0], errors
+        assert "--force" in refused.stderr
+        assert proc.poll() is None  # the run goes on untouched
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 130
+
+
+def _leftover(engine: str, base: Path) -> tuple[Any, int]:
+    """A session named like an openslob loop, busy in a long statement (an older client's)."""
+    if engine == "mariadb":
+        kwargs = EmbeddedMariaDB(base, "16k").connect_kwargs()
+        conn = pymysql.connect(**kwargs, program_name="openslob-run old")
+        session, sleep = conn.thread_id(), "DO SLEEP(120)"
+    else:
+        conn = psycopg.connect(EmbeddedServer(base).conninfo(), application_name="openslob-run old")
+        session, sleep = conn.info.backend_pid, "SELECT pg_sleep(120)"
+    runner = conn.query if engine == "mariadb" else conn.execute
+    threading.Thread(target=_suppressed(runner, sleep), daemon=True).start()
+    return conn, session
+
+
+def _suppressed(func: Any, *args: Any) -> Any:
+    def call() -> None:
+        with contextlib.suppress(Exception):
+            func(*args)
+
+    return call
+
+
+def test_leftover_loops_are_ended_on_the_private_server(loaded, base: Path, tmp_path: Path) -> None:
+    engine, cwd = loaded
+    conn, session = _leftover(engine, base)
+    time.sleep(0.5)
+    assert session in [row[0] for row in _openslob_sessions(engine, base)]
+    result = slob(
+        base, cwd, "run", "--target", TARGETS[engine], *DATA, "--sessions", "2",
+        "--warmup", "0", "--run-time", "1", "--results-dir", str(tmp_path / "r"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "ended 1 openslob session(s) left by an earlier run" in result.stderr
+    assert _gone_within(engine, base, 5) == []
+    with contextlib.suppress(Exception):
+        conn.close()
 
 
 @pytest.mark.parametrize("size", ["12k", "2k"])

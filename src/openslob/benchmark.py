@@ -14,9 +14,9 @@ from typing import Any
 from openslob import host
 from openslob.calibrate import CalibrationError, compare, require_fio, run_fio
 from openslob.engines import registry
-from openslob.engines.base import Engine, ProgressCallback, SetupResult
+from openslob.engines.base import DatasetLock, Engine, ProgressCallback, SetupResult
 from openslob.engines.tables import schema_order
-from openslob.errors import ConfigError, SetupError
+from openslob.errors import BusyError, ConfigError, SetupError
 from openslob.options import Config
 from openslob.report.text import render_text
 from openslob.results import InstanceInfo, build_run_json, run_directory, write_run
@@ -60,14 +60,21 @@ def setup_dataset(
     config: Config,
     notice: Notice = lambda _msg: None,
     progress: ProgressCallback | None = None,
+    lock: DatasetLock | None = None,
 ) -> SetupResult:
     """engine.setup; a large load into the private PostgreSQL runs with buffered I/O, after
-    which the server is back in its test profile (EmbeddedServer.buffered_for_load)."""
+    which the server is back in its test profile (EmbeddedServer.buffered_for_load). The
+    data set's lock is taken again after each restart."""
     buffered = getattr(target.server, "buffered_for_load", None)
     if buffered is None or engine.bytes_to_load(config) < LOAD_RESTART_MIN_BYTES:
         return engine.setup(config, progress)
     with buffered(notice):
-        return engine.setup(config, progress)
+        if lock is not None:
+            lock.ensure()
+        result = engine.setup(config, progress)
+    if lock is not None:
+        lock.ensure()
+    return result
 
 
 def ensure_data(
@@ -77,6 +84,7 @@ def ensure_data(
     schemas: list[str],
     notice: Notice,
     setup_progress: ProgressCallback | None,
+    lock: DatasetLock | None = None,
 ) -> None:
     """Use the data set as loaded; create the default one only when there is none at all.
 
@@ -92,7 +100,7 @@ def ensure_data(
             f"no SLOB data set yet: creating {config['SCHEMAS']} schemas x "
             f"{config['SCALE']:,} rows ({size_mb:,.0f} MB) first"
         )
-        setup_dataset(engine, target, config, notice, setup_progress)
+        setup_dataset(engine, target, config, notice, setup_progress, lock)
         return
     raise SetupError(unusable_tables_message(todo, config))
 
@@ -161,11 +169,13 @@ def local_server(target: Target, settings: dict[str, str]) -> tuple[str | None, 
 
 @dataclass
 class PreparedInstance:
-    """One instance made ready for runs: server up, capacity, data checked, procedures in."""
+    """One instance made ready for runs: server up, capacity, data checked, procedures in,
+    and its data set held for this process (lock) until release()."""
 
     target: Target
     engine: Engine
     description: dict[str, Any]
+    lock: DatasetLock
 
 
 @dataclass
@@ -177,6 +187,36 @@ class Prepared:
     @property
     def target(self) -> Target:
         return self.instances[0].target
+
+    def release(self) -> None:
+        for instance in self.instances:
+            instance.lock.release()
+
+
+def hold_dataset(engine: Engine, target: Target, purpose: str, notice: Notice) -> DatasetLock:
+    """The data set for this process alone, with no openslob loop left running on it.
+
+    Another run, setup or destroy holding it is refused (BusyError names it). Run sessions
+    found while the lock is ours belong to no live run: a client killed a moment ago, or an
+    older openslob's. The private server's are ended; an existing server's are named, with
+    the statement that ends them, and the run is refused."""
+    lock = engine.lock_dataset(purpose)
+    try:
+        leftovers = engine.leftover_loops()
+        if leftovers:
+            ids = [i for i, _ in leftovers]
+            shown = ", ".join(str(i) for i in ids[:8]) + (" ..." if len(ids) > 8 else "")
+            if target.server is None:
+                raise BusyError(
+                    f"{len(ids)} openslob session(s) of an earlier run still run on "
+                    f"{target.label} ({shown}); end them first: {engine.end_loops_advice(ids)}"
+                )
+            how = engine.end_loops(ids)
+            notice(f"ended {len(ids)} openslob session(s) left by an earlier run ({how} {shown})")
+    except BaseException:
+        lock.release()
+        raise
+    return lock
 
 
 def parallel(work: Callable[[Any], Any], items: list[Any]) -> list[Any]:
@@ -196,6 +236,7 @@ def prepare(
     setup_progress: ProgressCallback | None = None,
     max_sessions: int | None = None,
     also: tuple[Config, ...] = (),
+    purpose: str = "run",
 ) -> Prepared:
     """Everything before the first run, on every instance at once; a sweep does it once
     for all its points (`also`: the other points' configs, whose schemas must be there too)."""
@@ -223,14 +264,32 @@ def prepare(
     def one(k: int) -> PreparedInstance:
         resolved, engine = targets[k], engines[k]
         say = notice if count == 1 else (lambda msg: notice(f"{resolved.label}: {msg}"))
-        ensure_capacity(resolved, -(-sessions // count), say)  # its share, rounded up
-        description = engine.describe()
-        names = sorted(schemas[k], key=schema_order)
-        ensure_data(engine, resolved, config, names, say, setup_progress if count == 1 else None)
-        engine.install_procedures(names)
-        return PreparedInstance(resolved, engine, description)
+        lock = hold_dataset(engine, resolved, purpose, say)  # before anything is changed
+        try:
+            ensure_capacity(resolved, -(-sessions // count), say)  # its share, rounded up
+            lock.ensure()  # a restart ended its connection
+            description = engine.describe()
+            names = sorted(schemas[k], key=schema_order)
+            progress = setup_progress if count == 1 else None
+            ensure_data(engine, resolved, config, names, say, progress, lock)
+            engine.install_procedures(names)
+        except BaseException:
+            lock.release()
+            raise
+        return PreparedInstance(resolved, engine, description, lock)
 
-    return Prepared(parallel(one, list(range(count))))
+    done: list[PreparedInstance] = []
+
+    def tracked(k: int) -> PreparedInstance:
+        instance = one(k)
+        done.append(instance)  # released if another instance fails
+        return instance
+
+    try:
+        return Prepared(parallel(tracked, list(range(count))))
+    except BaseException:
+        Prepared(done).release()
+        raise
 
 
 def restore_layout(prepared: Prepared, config: Config, notice: Notice) -> list[str]:
@@ -246,9 +305,22 @@ def restore_layout(prepared: Prepared, config: Config, notice: Notice) -> list[s
             continue
         why = [f"{name}: {reason}" for name, reason in todo.items()]
         notice(f"reloading before this point ({'; '.join(why[:3])})")
-        setup_dataset(instance.engine, instance.target, config, notice)
+        setup_dataset(instance.engine, instance.target, config, notice, lock=instance.lock)
         reloaded += why
     return reloaded
+
+
+def refuse_while_in_use(target: Target, action: str) -> None:
+    """`slob server stop|destroy` of a private server an openslob run, sweep or setup is
+    using: refused (BusyError) unless --force."""
+    if target.server is None or target.server.status().state != "running":
+        return
+    holder = registry.engine_for(target).lock_holder()
+    if holder is not None:
+        raise BusyError(
+            f"{holder} is using {target.label}: {action} would end it; wait for it to end, "
+            f"or add --force"
+        )
 
 
 def _refuse_same_database(targets: list[Target], engines: list[Engine]) -> None:
@@ -293,6 +365,7 @@ def _run_instance(
         server_alive=None if server_pid is None else partial(host.pid_alive, server_pid),
         on_server_death=resolved.server.kill_orphans if resolved.server else None,
         host_via_database=via_database,
+        guard=prepared.lock.guard,
     )
     info = InstanceInfo(
         engine=prepared.description,
@@ -402,24 +475,27 @@ def run_benchmark(
     prepared = prepare(
         config, target=target, data_dir=data_dir, notice=notice, setup_progress=setup_progress
     )
-    fio_dir = calibration_dir(prepared.target, calibrate_dir) if calibrate else None
-    if fio_dir is not None:
-        require_fio()  # before the run, not after it
-    run_dir = run_directory(results_parent, label)
     try:
-        run = execute(
-            prepared,
-            config,
-            run_dir,
-            label=label,
-            notice=notice,
-            progress=progress,
-            calibrate_dir=fio_dir,
-        )
-    except KeyboardInterrupt:
-        # Ctrl-C before the run could take over the signal: nothing was measured, so no
-        # run directory is left behind (one that has files is kept as it is).
-        with contextlib.suppress(OSError):
-            run_dir.rmdir()
-        raise
+        fio_dir = calibration_dir(prepared.target, calibrate_dir) if calibrate else None
+        if fio_dir is not None:
+            require_fio()  # before the run, not after it
+        run_dir = run_directory(results_parent, label)
+        try:
+            run = execute(
+                prepared,
+                config,
+                run_dir,
+                label=label,
+                notice=notice,
+                progress=progress,
+                calibrate_dir=fio_dir,
+            )
+        except KeyboardInterrupt:
+            # Ctrl-C before the run could take over the signal: nothing was measured, so no
+            # run directory is left behind (one that has files is kept as it is).
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()
+            raise
+    finally:
+        prepared.release()
     return run_dir, run

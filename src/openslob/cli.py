@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -23,11 +24,19 @@ from rich.table import Table
 
 from openslob import __version__
 from openslob.engines.base import Engine, SetupResult, VerifyResult
-from openslob.errors import OpenslobError
+from openslob.errors import OpenslobError, Terminated, raise_terminated
 from openslob.options import Config, add_options, config_from_click
 from openslob.servers.embedded import EmbeddedServer
 from openslob.servers.profiles import PROFILES
-from openslob.targets import Target, private_server, resolve_targets, target_strings
+from openslob.targets import (
+    EMBEDDED,
+    EMBEDDED_MARIADB,
+    Target,
+    private_server,
+    resolve_target,
+    resolve_targets,
+    target_strings,
+)
 
 # Redirected output (files, pipes, CI logs) keeps whole table rows instead of wrapping at 80.
 _PIPE_WIDTH = 160
@@ -47,6 +56,9 @@ def friendly_errors(func: Callable[..., Any]) -> Callable[..., Any]:
         except OpenslobError as exc:
             click.echo(f"slob: error: {exc}", err=True)
             sys.exit(exc.exit_code)
+        except Terminated:
+            click.echo("slob: terminated (SIGTERM)", err=True)
+            sys.exit(Terminated.exit_code)
         except KeyboardInterrupt:
             click.echo("slob: interrupted", err=True)
             sys.exit(130)
@@ -175,18 +187,33 @@ def server_start(
     _print_state(state.as_dict())
 
 
+force_option = click.option(
+    "--force", is_flag=True, help="Even while an openslob run, sweep or setup is using it."
+)
+
+
+def _private_target(engine: str, page_size: str, data_dir: Path | None) -> Target:
+    name = EMBEDDED_MARIADB if engine == "mariadb" else EMBEDDED
+    return resolve_target(name, data_dir, start=False, page_size=page_size.lower())
+
+
 @server.command("stop", context_settings=CONTEXT)
+@force_option
 @engine_option
 @page_size_option
 @data_dir_option
 @friendly_errors
-def server_stop(engine: str, page_size: str, data_dir: Path | None) -> None:
-    """Stop the private server (fast shutdown).
+def server_stop(force: bool, engine: str, page_size: str, data_dir: Path | None) -> None:
+    """Stop the private server (fast shutdown). Refused while a run uses it (--force).
 
     \b
     Example:
       slob server stop
     """
+    from openslob.benchmark import refuse_while_in_use
+
+    if not force:
+        refuse_while_in_use(_private_target(engine, page_size, data_dir), "stopping it")
     was_running = private_server(engine, page_size, data_dir).stop()
     out.print("stopped" if was_running else "not running")
 
@@ -216,17 +243,24 @@ def server_status(as_json: bool, engine: str, page_size: str, data_dir: Path | N
 
 @server.command("destroy", context_settings=CONTEXT)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@force_option
 @engine_option
 @page_size_option
 @data_dir_option
 @friendly_errors
-def server_destroy(yes: bool, engine: str, page_size: str, data_dir: Path | None) -> None:
+def server_destroy(
+    yes: bool, force: bool, engine: str, page_size: str, data_dir: Path | None
+) -> None:
     """Stop the private server and delete its data directory contents.
 
     \b
     Example:
       slob server destroy --yes
     """
+    from openslob.benchmark import refuse_while_in_use
+
+    if not force:
+        refuse_while_in_use(_private_target(engine, page_size, data_dir), "destroying it")
     server_ = private_server(engine, page_size, data_dir)
     where = server_.instance_dir
     if not yes:
@@ -288,7 +322,7 @@ def setup(targets: tuple[str, ...], data_dir: Path | None, **params: Any) -> Non
       slob setup --schemas 8 --scale 1G
       slob setup --conf ~/SLOB/slob.conf --load-parallel-degree 4
     """
-    from openslob.benchmark import parallel, setup_dataset
+    from openslob.benchmark import hold_dataset, parallel, setup_dataset
 
     config = config_from_click(params, "setup")  # validates before anything is touched
     _print_config_messages(config)
@@ -318,13 +352,19 @@ def setup(targets: tuple[str, ...], data_dir: Path | None, **params: Any) -> Non
             name = "loading" if len(engines) == 1 else f"loading {resolved.label}"
             task = bar.add_task(name, total=rows)
             prefix = "" if len(engines) == 1 else f"{resolved.label}: "
-            return setup_dataset(
-                engine,
-                resolved,
-                config,
-                lambda msg: err.print(f"note: {prefix}{msg}", highlight=False),
-                lambda done, total: bar.update(task, completed=done, total=total),
-            )
+            note = lambda msg: err.print(f"note: {prefix}{msg}", highlight=False)  # noqa: E731
+            lock = hold_dataset(engine, resolved, "setup", note)
+            try:
+                return setup_dataset(
+                    engine,
+                    resolved,
+                    config,
+                    note,
+                    lambda done, total: bar.update(task, completed=done, total=total),
+                    lock,
+                )
+            finally:
+                lock.release()
 
         try:
             results = parallel(one, engines)
@@ -478,11 +518,17 @@ def destroy(yes: bool, targets: tuple[str, ...], data_dir: Path | None) -> None:
     Example:
       slob destroy --yes
     """
+    from openslob.benchmark import hold_dataset
+
     engines = _engines_for(targets, {}, data_dir)
     for engine, resolved in engines:
         if not yes:
             click.confirm(f"Drop the SLOB schemas on {resolved.label}?", abort=True)
-        dropped = engine.destroy()
+        lock = hold_dataset(engine, resolved, "destroy", lambda msg: err.print(f"note: {msg}"))
+        try:
+            dropped = engine.destroy()
+        finally:
+            lock.release()
         on = f" on {resolved.label}" if len(engines) > 1 else ""
         out.print(f"dropped {', '.join(dropped)}{on}" if dropped else f"nothing to drop{on}")
 
@@ -565,7 +611,14 @@ def run(
     out.print(f"results: {run_dir}", highlight=False)
     if result["status"] != "complete":
         err.print(f"run {result['status']}: {result.get('error')}", highlight=False)
-        sys.exit(130 if result["status"] == "interrupted" else 1)
+        sys.exit(_exit_code(result))
+
+
+def _exit_code(result: dict[str, Any]) -> int:
+    """130 after Ctrl-C, 143 after SIGTERM (as a shell reports them), else 1."""
+    if result["status"] != "interrupted":
+        return 1
+    return Terminated.exit_code if result.get("stopped_by") == "SIGTERM" else 130
 
 
 def _progress_line(row: dict[str, Any]) -> str:
@@ -689,7 +742,7 @@ def sweep(
             f"sweep stopped: a point ended {outcome.stopped}; rerun the same command to resume",
             highlight=False,
         )
-        sys.exit(130 if outcome.stopped == "interrupted" else 1)
+        sys.exit(_exit_code({"status": outcome.stopped, "stopped_by": outcome.stopped_by}))
 
 
 def _sweep_options() -> dict[str, Any]:
@@ -1110,6 +1163,7 @@ def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) ->
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, raise_terminated)  # like Ctrl-C: clean up, then exit 143
     cli(prog_name="slob")
 
 

@@ -19,3 +19,19 @@ class ServerError(OpenslobError):
 
 class SetupError(OpenslobError):
     """Loading or verifying the SLOB data set failed."""
+
+
+class BusyError(OpenslobError):
+    """Another openslob run, setup or destroy holds the data set (or its loops still run)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (timeout, systemd, CI runners): handled like Ctrl-C, exit code 143. A
+    KeyboardInterrupt, so that every cleanup written for Ctrl-C runs for it too."""
+
+    exit_code = 143
+
+
+def raise_terminated(_signum: int, _frame: object) -> None:
+    """SIGTERM handler for the whole command (the run's own window installs its own)."""
+    raise Terminated()

@@ -396,6 +396,7 @@ def build_run_json(
         "label": label,
         "status": record.status,
         "error": record.error,
+        "stopped_by": record.stopped_by,
         "config": config.as_dict(),
         "engine": engine,
         "host": host_info,

@@ -11,9 +11,11 @@ Timeline of one run (all sessions share it):
                     snapshot here; DB "after" once every window CALL has returned
 With WORK_LOOP > 0 the window ends when the last session has done its loops.
 
-Interrupts: the first SIGINT cancels every session's CALL and saves what was measured as
-status "interrupted"; a second one sends cancel requests and exits at once. A session error
-or a dead server ends the run as "failed". No backend of the run outlives it.
+Interrupts: the first SIGINT or SIGTERM (timeout, systemd, CI runners) cancels every session's
+CALL and saves what was measured as status "interrupted" (run.json stopped_by names the
+signal); a second one sends cancel requests and exits at once. A session error or a dead
+server ends the run as "failed". No backend of the run outlives it, not even a client killed
+outright: its loops end themselves (engines' guard modules).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ CANCEL_ROUNDS, CANCEL_WAIT_S = 5, 2.0  # how a stopped window's CALLs are ended
 # A loop's read-only transaction ends once it is this old (seconds), so that no session
 # holds back the xmin horizon for longer (PostgreSQL's loop; workload.py says why).
 SNAPSHOT_RELEASE_S = 0.010
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 ProgressFn = Callable[[dict[str, Any]], None]
 
@@ -96,6 +99,7 @@ class RunInstance:
     server_alive: Callable[[], bool] | None = None
     on_server_death: Callable[[], None] | None = None
     host_via_database: bool = False
+    guard: dict[str, Any] = field(default_factory=dict)  # what its loops watch (DatasetLock)
 
 
 @dataclass
@@ -116,6 +120,7 @@ class RunRecord:
     instances: list[InstanceRecord] = field(default_factory=list)
     timeseries: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    stopped_by: str | None = None  # "SIGINT" | "SIGTERM" when a signal ended the run
 
     def sessions_of(self, instance: int) -> list[SessionOutcome]:
         return [o for o in self.sessions if o.instance == instance]
@@ -420,11 +425,12 @@ class RunController:
     # ----------------------------------------------------------------------- public
 
     def run(self) -> RunRecord:
-        previous = signal.getsignal(signal.SIGINT)
+        previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
         try:
             asyncio.run(self._main())
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             for instance in self.instances:
                 instance.record.leftover_backends = instance.backend.terminate_leftovers()
                 instance.backend.shutdown()  # MariaDB's worker threads
@@ -435,13 +441,15 @@ class RunController:
 
     # ---------------------------------------------------------------------- signals
 
-    def _on_sigint(self) -> None:
+    def _on_signal(self, sig: signal.Signals) -> None:
         self._interrupts += 1
-        if self._interrupts >= 2:  # second Ctrl-C: tell the server, then leave at once
+        if self._interrupts >= 2:  # a second one: tell the server, then leave at once
             for session in self.sessions:
                 self._backend(session).cancel_now(session)
-            os._exit(130)
-        self._fail("interrupted", "interrupted by the user (Ctrl-C)")
+            os._exit(128 + sig)
+        self.record.stopped_by = sig.name
+        what = "by the user (Ctrl-C)" if sig == signal.SIGINT else f"by {sig.name}"
+        self._fail("interrupted", f"interrupted {what}")
 
     def _fail(self, status: str, error: str) -> None:
         if self.record.status == "complete":
@@ -457,7 +465,8 @@ class RunController:
     async def _main(self) -> None:
         loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
-        loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+        for sig in STOP_SIGNALS:
+            loop.add_signal_handler(sig, self._on_signal, sig)
         sampler = Sampler(
             self.instances, self.record, self.config["SAMPLE_INTERVAL"], self.progress
         )
@@ -490,7 +499,8 @@ class RunController:
             for monitor in (*self._snapshots, *self._waits_monitors):
                 with contextlib.suppress(Exception):
                     monitor.close()
-            loop.remove_signal_handler(signal.SIGINT)
+            for sig in STOP_SIGNALS:
+                loop.remove_signal_handler(sig)
 
     def _watchdog_done(self, task: asyncio.Task) -> None:
         """A crashed watchdog must not pass silently: the run could no longer end itself."""
@@ -697,7 +707,8 @@ class RunController:
             if self._stopping.is_set():  # stopped before this CALL left: do not start it
                 return
             try:
-                result = await backend.call(session, conf_for(session))
+                conf = {**conf_for(session), **self.instances[outcome.instance].guard}
+                result = await backend.call(session, conf)
             except Exception as exc:
                 outcome.error = _first_line(exc)
                 if not self._stopping.is_set():

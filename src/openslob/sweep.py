@@ -23,7 +23,7 @@ from typing import Any
 
 from openslob.benchmark import Notice, Prepared, execute, prepare, restore_layout
 from openslob.collect import SWEEP_FILE
-from openslob.errors import ConfigError
+from openslob.errors import ConfigError, Terminated
 from openslob.options import OPTIONS_BY_NAME, Config, parse_value, resolve
 from openslob.run import ProgressFn, session_schemas
 from openslob.targets import EMBEDDED_MARIADB
@@ -208,6 +208,7 @@ class SweepOutcome:
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     stopped: str | None = None  # status of the point that stopped the sweep
+    stopped_by: str | None = None  # the signal that stopped it (run.json stopped_by)
     wall_seconds: float = 0.0
     run_seconds: float = 0.0  # Σ (warm-up + window) of the points run now
 
@@ -241,36 +242,44 @@ def run_sweep(
             point = by_name[entry["name"]]
             groups.setdefault(_server_key(target, point), []).append(point)
         prepared_by_key: dict[str, Prepared] = {}
-        for entry in todo:
-            key = _server_key(target, by_name[entry["name"]])
-            if key not in prepared_by_key:
-                # The previous page size's server is stopped: its background flushing and
-                # purge must not share the device with the next one's points.
-                for done in prepared_by_key.values():
-                    _stop_private_mariadb(done, notice)
-                prepared_by_key[key] = _prepare_once(plan, groups[key], target, data_dir, notice)
-            prepared = prepared_by_key[key]
-            result = _run_point(
-                prepared,
-                path,
-                sweep,
-                entry,
-                by_name[entry["name"]],
-                label,
-                notice,
-                progress,
-                point_started,
-            )
-            outcome.ran.append(entry["name"])
-            config = by_name[entry["name"]].config
-            outcome.run_seconds += float(config["WARMUP"]) + (
-                (result or {}).get("window", {}).get("seconds") or 0.0
-            )
-            if point_done:
-                point_done(entry, result)
-            if entry["status"] != "complete":
-                outcome.stopped = entry["status"]
-                break
+        try:
+            for entry in todo:
+                key = _server_key(target, by_name[entry["name"]])
+                if key not in prepared_by_key:
+                    # The previous page size's server is stopped: its background flushing and
+                    # purge must not share the device with the next one's points.
+                    for done in prepared_by_key.values():
+                        done.release()
+                        _stop_private_mariadb(done, notice)
+                    prepared_by_key[key] = _prepare_once(
+                        plan, groups[key], target, data_dir, notice
+                    )
+                prepared = prepared_by_key[key]
+                result = _run_point(
+                    prepared,
+                    path,
+                    sweep,
+                    entry,
+                    by_name[entry["name"]],
+                    label,
+                    notice,
+                    progress,
+                    point_started,
+                )
+                outcome.ran.append(entry["name"])
+                config = by_name[entry["name"]].config
+                outcome.run_seconds += float(config["WARMUP"]) + (
+                    (result or {}).get("window", {}).get("seconds") or 0.0
+                )
+                if point_done:
+                    point_done(entry, result)
+                if entry["status"] != "complete":
+                    outcome.stopped = entry["status"]
+                    outcome.stopped_by = (result or entry).get("stopped_by")
+                    break
+        finally:
+            for prepared in prepared_by_key.values():
+                prepared.release()  # the data sets' locks
     outcome.wall_seconds = time.monotonic() - started
     return outcome
 
@@ -304,6 +313,7 @@ def _prepare_once(
         data_dir=data_dir,
         notice=notice,
         also=tuple(p.config for p in points if p is not widest),
+        purpose="sweep",
     )
 
 
@@ -334,8 +344,9 @@ def _run_point(
             prepared, point.config, run_dir, label=label, notice=notice, progress=progress
         )
         entry.update(status=result["status"], error=result.get("error"))
-    except KeyboardInterrupt:
-        entry.update(status="interrupted", error="interrupted by the user (Ctrl-C)")
+    except KeyboardInterrupt as exc:
+        signame = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+        entry.update(status="interrupted", error=f"interrupted ({signame})", stopped_by=signame)
     except Exception as exc:  # record it; the rerun will try this point again
         entry.update(status="failed", error=str(exc).splitlines()[0] if str(exc) else repr(exc))
     entry["finished"] = _now()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from openslob.options import Config
 
@@ -69,6 +69,17 @@ class VerifyResult:
         return all(check.ok for check in self.checks)
 
 
+class DatasetLock(Protocol):
+    """One run, setup or destroy per data set at a time (engines' guard modules)."""
+
+    guard: dict[str, Any]  # what the work loop needs to see its client (passed in its conf)
+
+    def ensure(self) -> None:
+        """Hold the lock again if a restart of the server ended its connection."""
+
+    def release(self) -> None: ...
+
+
 class Engine(ABC):
     name: str
 
@@ -117,3 +128,25 @@ class Engine(ABC):
     @abstractmethod
     def identity(self) -> tuple[str, str]:
         """(server, database): equal for two targets that reach the same data."""
+
+    @abstractmethod
+    def lock_dataset(self, purpose: str) -> DatasetLock:
+        """Hold the data set for this process ("run", "setup", ...); BusyError names the
+        holder when another openslob process has it."""
+
+    @abstractmethod
+    def lock_holder(self) -> str | None:
+        """Who holds the data set now (None: nobody)."""
+
+    @abstractmethod
+    def leftover_loops(self) -> list[tuple[int, str]]:
+        """(session id, application) of openslob run sessions still connected: call with
+        the lock held, when they belong to no live run."""
+
+    @abstractmethod
+    def end_loops(self, ids: list[int]) -> str:
+        """End those sessions (a private server's); returns how, for a message."""
+
+    @abstractmethod
+    def end_loops_advice(self, ids: list[int]) -> str:
+        """The statement that ends them, for the owner of an existing server."""

@@ -6,6 +6,7 @@ from typing import Any
 
 from openslob.engines import tables
 from openslob.engines.base import Check, Engine, ProgressCallback, SetupResult, VerifyResult
+from openslob.engines.mariadb import guard
 from openslob.engines.mariadb.connection import (
     SHAPING_SETTINGS,
     check_version,
@@ -110,3 +111,19 @@ class MariaDBEngine(Engine):
             cur.execute("SELECT @@hostname, @@port, @@datadir")
             host, port, datadir = cur.fetchone()
         return f"{host}:{port}:{datadir}", ""
+
+    def lock_dataset(self, purpose: str) -> guard.DatasetLock:
+        return guard.DatasetLock(self.connect_kwargs, purpose)
+
+    def lock_holder(self) -> str | None:
+        return guard.lock_holder(self.connect_kwargs)
+
+    def leftover_loops(self) -> list[tuple[int, str]]:
+        return guard.leftover_loops(self.connect_kwargs)
+
+    def end_loops(self, ids: list[int]) -> str:
+        guard.end_loops(self.connect_kwargs, ids)
+        return "KILL"
+
+    def end_loops_advice(self, ids: list[int]) -> str:
+        return "; ".join(f"KILL {i}" for i in sorted(ids))

@@ -60,6 +60,5 @@ def oldest_holder(conn: pymysql.connections.Connection) -> dict[str, Any]:
 
 def advice(holder: dict[str, Any]) -> str:
     return (
-        "commit or roll back that transaction, or end its connection "
-        f"(KILL {holder.get('holder')})"
+        f"commit or roll back that transaction, or end its connection (KILL {holder.get('holder')})"
     )

@@ -59,11 +59,23 @@ END IF;
 # Next value of the MINSTD generator in v_rng and a uniform [0, 1) in v_u.
 _RAND = "SET v_rng = v_rng * 48271 % 2147483647; SET v_u = (v_rng - 1) / 2147483646e0;"
 
+# The controlling client is gone once the lock it holds for the run (guard.DatasetLock) is no
+# longer held by its connection: MariaDB does not notice a vanished client while a statement
+# runs, so the loop looks (IS_USED_LOCK, no I/O) at most once a second and ends itself.
+_GUARD = (
+    "IF v_guard_lock IS NOT NULL AND NOT (IS_USED_LOCK(v_guard_lock) <=> v_guard_id) THEN "
+    "SIGNAL SQLSTATE '70100' SET MYSQL_ERRNO = 1317, "
+    "MESSAGE_TEXT = 'openslob: the controlling client is gone'; END IF;"
+)
+
 # KILL QUERY during SLEEP() only makes SLEEP() return 1: the procedure would go on looping.
-# Raising the interruption error ends the CALL as a kill anywhere else does.
+# Raising the interruption error ends the CALL as a kill anywhere else does. Sleeps last at
+# most a second at a time, so that the guard is looked at in between.
 _SLEEP = (
-    "IF SLEEP(v_pause) = 1 THEN SIGNAL SQLSTATE '70100' SET MYSQL_ERRNO = 1317, "
-    "MESSAGE_TEXT = 'Query execution was interrupted'; END IF;"
+    "SET v_left = v_pause; WHILE v_left > 0 DO "
+    "IF SLEEP(LEAST(v_left, 1)) = 1 THEN SIGNAL SQLSTATE '70100' SET MYSQL_ERRNO = 1317, "
+    "MESSAGE_TEXT = 'Query execution was interrupted'; END IF; "
+    f"SET v_left = v_left - 1; {_GUARD} END WHILE;"
 )
 
 _TEMPLATE = """
@@ -87,6 +99,9 @@ BEGIN
     DECLARE v_think_min DOUBLE DEFAULT COALESCE(JSON_VALUE(p_conf, '$.think_min'), 0);
     DECLARE v_think_max DOUBLE DEFAULT COALESCE(JSON_VALUE(p_conf, '$.think_max'), 0);
     DECLARE v_seed DOUBLE DEFAULT JSON_VALUE(p_conf, '$.seed');
+    DECLARE v_guard_lock VARCHAR(64) DEFAULT JSON_VALUE(p_conf, '$.guard_lock');
+    DECLARE v_guard_id BIGINT DEFAULT JSON_VALUE(p_conf, '$.guard_id');
+    DECLARE v_checked, v_now, v_left DOUBLE DEFAULT 0;
     DECLARE v_rng BIGINT;
     DECLARE v_u DOUBLE;
     DECLARE n_sel, n_upd, n_scan, n_hot, n_spot, n_think BIGINT DEFAULT 0;
@@ -116,12 +131,17 @@ BEGIN
     END IF;
     SET v_began = UNIX_TIMESTAMP(SYSDATE(6));
     work: LOOP
+        SET v_now = UNIX_TIMESTAMP(SYSDATE(6));
         IF v_loops > 0 THEN
             IF v_op >= v_loops THEN
                 LEAVE work;
             END IF;
-        ELSEIF UNIX_TIMESTAMP(SYSDATE(6)) >= v_until THEN
+        ELSEIF v_now >= v_until THEN
             LEAVE work;
+        END IF;
+        IF v_now - v_checked >= 1 THEN
+            {guard}
+            SET v_checked = v_now;
         END IF;
         SET v_op = v_op + 1;
         {rand}
@@ -257,6 +277,7 @@ def procedure_ddl(schema: str, hot_schema: str = "user1") -> str:
         lite_set=_set_list(LITE_COLUMNS),
         rand=_RAND,
         sleep=_SLEEP,
+        guard=_GUARD,
         bucket=bucket_code(indent=12),
         hist_json_0=_hist_json(0),
         hist_json_1=_hist_json(1),

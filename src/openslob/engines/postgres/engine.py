@@ -8,6 +8,7 @@ import psycopg
 
 from openslob.engines import tables
 from openslob.engines.base import Check, Engine, ProgressCallback, SetupResult, VerifyResult
+from openslob.engines.postgres import guard
 from openslob.engines.postgres.dataset import DatasetLoader, TableSpec
 from openslob.engines.postgres.verify import TableVerifier, amcheck_available
 from openslob.engines.postgres.workload import install_procedures
@@ -141,3 +142,19 @@ class PostgresEngine(Engine):
     def install_procedures(self, schemas: list[str]) -> None:
         with self._connect() as conn:
             install_procedures(conn, schemas)
+
+    def lock_dataset(self, purpose: str) -> guard.DatasetLock:
+        return guard.DatasetLock(self.conninfo, purpose)
+
+    def lock_holder(self) -> str | None:
+        return guard.lock_holder(self.conninfo)
+
+    def leftover_loops(self) -> list[tuple[int, str]]:
+        return guard.leftover_loops(self.conninfo)
+
+    def end_loops(self, ids: list[int]) -> str:
+        guard.end_loops(self.conninfo, ids)
+        return "pg_terminate_backend"
+
+    def end_loops_advice(self, ids: list[int]) -> str:
+        return f"SELECT pg_terminate_backend(pid) FROM unnest(ARRAY{sorted(ids)}) pid"

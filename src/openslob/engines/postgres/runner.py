@@ -30,9 +30,11 @@ from psycopg.conninfo import make_conninfo
 from openslob.engines.postgres import horizon, stats
 from openslob.engines.postgres.workload import (
     ASH_NOTICE,
-    SESSION_SETTINGS,
+    CLIENT_CHECK,
+    CLIENT_CHECK_VERSION,
     ash_block,
     call_statement,
+    session_settings,
 )
 
 CONNECT_TIMEOUT_S = 30
@@ -117,6 +119,8 @@ class Monitor:
         the window only when it ran in the SLOB database itself (`same_database`)."""
         notices: list[str] = []
         self.conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        if self.conn.info.server_version >= CLIENT_CHECK_VERSION:
+            self.conn.execute(CLIENT_CHECK)  # it ends itself when this client dies
         block = ash_block(
             application_name, start_epoch, end_epoch, hz, self.conn.info.server_version
         )
@@ -165,7 +169,7 @@ class PostgresRunBackend:
             application_name=self.application_name,
             connect_timeout=CONNECT_TIMEOUT_S,
         )
-        await conn.execute("; ".join(SESSION_SETTINGS))
+        await conn.execute(session_settings(conn.info.server_version))
         return WorkSession(session_id, schema, conn, conn.info.backend_pid)
 
     async def call(self, session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:

@@ -347,3 +347,14 @@ SESSION_SETTINGS = (
     "SET jit = off",
     "SET synchronous_commit = on",
 )
+# A loop whose client died (kill -9, a lost host) must not run on until its deadline, which
+# RUN_TIME may put days away: the server polls the client's socket while a statement runs
+# (14+) and cancels it once the client is gone. The wait sampler sets it too.
+CLIENT_CHECK = "SET client_connection_check_interval = '1s'"
+CLIENT_CHECK_VERSION = 140000
+
+
+def session_settings(server_version: int) -> str:
+    """The work session's settings, as one statement list."""
+    checks = (CLIENT_CHECK,) if server_version >= CLIENT_CHECK_VERSION else ()
+    return "; ".join((*SESSION_SETTINGS, *checks))
