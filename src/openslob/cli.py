@@ -534,6 +534,7 @@ def run(
       slob run --conf ~/SLOB/slob.conf --schemas 8 --threads-per-schema 2
     """
     from openslob.benchmark import run_benchmark
+    from openslob.results import NotSaved
 
     config = config_from_click(params, "run")
     target_strings(targets, config)  # a bad combination fails here, before anything else
@@ -550,17 +551,21 @@ def run(
     def progress(row: dict[str, Any]) -> None:
         err.print(_progress_line(row), highlight=False, end="\r" if err.is_terminal else "\n")
 
-    run_dir, result = run_benchmark(
-        config,
-        target=targets,
-        data_dir=data_dir,
-        results_parent=results_dir,
-        label=label,
-        notice=lambda msg: err.print(f"[dim]note:[/] {msg}", highlight=False),
-        progress=progress if err.is_terminal else None,
-        calibrate=calibrate,
-        calibrate_dir=calibrate_dir,
-    )
+    try:
+        run_dir, result = run_benchmark(
+            config,
+            target=targets,
+            data_dir=data_dir,
+            results_parent=results_dir,
+            label=label,
+            notice=lambda msg: err.print(f"[dim]note:[/] {msg}", highlight=False),
+            progress=progress if err.is_terminal else None,
+            calibrate=calibrate,
+            calibrate_dir=calibrate_dir,
+        )
+    except NotSaved as exc:  # a full disk: the report is all that is left of the run
+        out.print(exc.report, highlight=False, markup=False, end="")
+        raise
     out.print((run_dir / "report.txt").read_text(), highlight=False, markup=False, end="")
     out.print(f"results: {run_dir}", highlight=False)
     if result["status"] != "complete":
@@ -722,8 +727,9 @@ def _finish_sweep(path: Path, plots: bool) -> None:
     except OpenslobError:
         return
     from openslob.analyze import analyze_rows, render_csv
+    from openslob.results import write_atomic
 
-    (path / "sweep.csv").write_text(render_csv(analyze_rows(refs)))
+    write_atomic(path / "sweep.csv", render_csv(analyze_rows(refs)))
     if plots:
         from openslob.report.plots import petal, save
 
@@ -1094,7 +1100,7 @@ def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) ->
       slob report slob-results/20261122T050000Z-readonly
       slob report slob-results/sweep-ssd --html
     """
-    from openslob.results import load_run
+    from openslob.results import REPORT_KEYS, load_run, require_keys
 
     if as_html:
         from openslob.report.html import write_html
@@ -1102,11 +1108,14 @@ def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) ->
         target = output or (path if path.is_dir() else path.parent) / "report.html"
         problems: list[str] = []
         refs = _find_runs_noting([path], oracle_names, problems)
+        for ref in refs:  # each run's text report is in the page
+            if ref.oracle is None:
+                require_keys(ref.run, REPORT_KEYS, ref.path / "run.json")
         click.echo(str(write_html(refs, target, problems=problems)))
         return
     from openslob.report.text import render_text
 
-    click.echo(render_text(load_run(path)), nl=False)
+    click.echo(render_text(load_run(path, REPORT_KEYS)), nl=False)
 
 
 def main() -> None:
