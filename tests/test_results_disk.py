@@ -24,6 +24,7 @@ from tests.conftest import invoke, slob_subprocess
 
 LIMIT = 64 * 1024
 DATA = ["--schemas", "2", "--scale", "1000", "--scan-table-sz", "16", "--seed", "43"]
+GOOD_RUN = Path(__file__).parent / "data" / "runs" / "20261122T052706Z"
 
 
 @dataclass
@@ -122,3 +123,23 @@ def test_a_full_results_disk_still_prints_the_report(
     analyzed = invoke("analyze", str(run_dir), cwd=tmp_path)
     assert analyzed.exit_code == 1 and str(run_dir) in analyzed.stderr
     assert "Traceback" not in analyzed.output
+
+
+def test_plots_and_html_on_a_full_disk_leave_no_truncated_file(
+    disk: SmallDisk, tmp_path: Path
+) -> None:
+    disk.fill()
+    plots = disk.path / "plots"
+    code, _, stderr = run_child(
+        disk, "plot", str(GOOD_RUN), "-o", str(plots), data_dir=tmp_path, cwd=tmp_path
+    )
+    assert code == 1 and "Traceback" not in stderr
+    (line,) = stderr.strip().splitlines()
+    assert line.startswith(f"slob: error: {plots}/") and line.endswith(disk.full_error)
+    assert not [p for p in plots.rglob("*") if p.is_file()]  # nothing half written
+    html = disk.path / "report.html"
+    code, _, stderr = run_child(
+        disk, "report", "--html", str(GOOD_RUN), "-o", str(html), data_dir=tmp_path, cwd=tmp_path
+    )
+    assert code == 1 and stderr.strip() == f"slob: error: {html}: {disk.full_error}"
+    assert not html.exists() and not leftovers(disk.path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -23,11 +24,11 @@ from rich.table import Table
 
 from openslob import __version__
 from openslob.engines.base import Engine, SetupResult, VerifyResult
-from openslob.errors import OpenslobError
+from openslob.errors import OpenslobError, one_line
 from openslob.options import Config, add_options, config_from_click
 from openslob.servers.embedded import EmbeddedServer
 from openslob.servers.profiles import PROFILES
-from openslob.targets import Target, private_server, resolve_targets, target_strings
+from openslob.targets import Target, private_server, resolve_targets, scrub, target_strings
 
 # Redirected output (files, pipes, CI logs) keeps whole table rows instead of wrapping at 80.
 _PIPE_WIDTH = 160
@@ -38,20 +39,46 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def friendly_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Domain errors become one line on stderr and the error's exit code (2 = bad input)."""
+    """Any error becomes one line on stderr (errors.one_line) and its exit code (2 = bad
+    input), with the passwords of the command's targets removed. SLOB_DEBUG=1: traceback."""
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        targets = tuple(kwargs.get("targets") or ())
         try:
             return func(*args, **kwargs)
-        except OpenslobError as exc:
-            click.echo(f"slob: error: {exc}", err=True)
-            sys.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("slob: interrupted", err=True)
             sys.exit(130)
+        except (click.ClickException, click.exceptions.Abort, click.exceptions.Exit):
+            raise
+        except Exception as exc:
+            if os.environ.get("SLOB_DEBUG"):
+                raise
+            message, code = one_line(exc)
+            click.echo(f"slob: error: {scrub(message, targets)}", err=True)
+            sys.exit(code)
 
     return wrapper
+
+
+class OneLineGroup(click.Group):
+    """click's usage errors (a missing path, a bad choice) as one line, like ours."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.ClickException as exc:
+            ctx = getattr(exc, "ctx", None)
+            more = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+            click.echo(f"slob: error: {exc.format_message()}{more}", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 data_dir_option = click.option(
@@ -79,7 +106,7 @@ def _print_config_messages(config: Config) -> None:
         err.print(f"[yellow]warning:[/] {warning}", highlight=False)
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=OneLineGroup, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="openslob")
 def cli() -> None:
     """openslob: SLOB-style storage testing driven by a real database.
@@ -534,10 +561,11 @@ def run(
       slob run --conf ~/SLOB/slob.conf --schemas 8 --threads-per-schema 2
     """
     from openslob.benchmark import run_benchmark
-    from openslob.results import NotSaved
+    from openslob.results import NotSaved, check_results_place
 
     config = config_from_click(params, "run")
     target_strings(targets, config)  # a bad combination fails here, before anything else
+    check_results_place(results_dir, label)
     _print_config_messages(config)
     sessions = config["SESSIONS"] or config["SCHEMAS"] * config["THREADS_PER_SCHEMA"]
     loops = config["WORK_LOOP"]
@@ -638,6 +666,7 @@ def sweep(
       slob sweep --sessions 4,16,64 --work-unit 16,64 --update-pct 0 --label wu
     """
     from openslob import sweep as harness
+    from openslob.results import check_results_place
 
     conf = params.pop("conf", None)
     flags = {name: params.pop(option.param) for name, option in _sweep_options().items()}
@@ -645,6 +674,7 @@ def sweep(
     for point in plan.points:
         target_strings(targets, point.config)
     path = sweep_dir or harness.sweep_directory(results_dir, label)
+    check_results_place(path, label, "--sweep-dir" if sweep_dir else "--results-dir")
     per_point = float(plan.points[0].config["WARMUP"]) + float(plan.points[0].config["RUN_TIME"])
     axes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in plan.axes.items())
     err.print(

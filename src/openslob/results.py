@@ -27,7 +27,7 @@ from openslob import __version__, combine, dataset_health, host
 from openslob.engines import registry
 from openslob.engines.registry import OP_TYPES
 from openslob.engines.tables import CACHE_RATIO, schema_order
-from openslob.errors import OpenslobError
+from openslob.errors import ConfigError, OpenslobError
 from openslob.histogram import Histogram
 from openslob.options import Config
 from openslob.rates import per_s
@@ -55,6 +55,27 @@ def run_directory(parent: Path, label: str | None) -> Path:
         path = parent / f"{stamp}-{safe or 'run'}-{suffix}"
     path.mkdir(parents=True)
     return path
+
+
+# A directory name is at most 255 bytes (NAME_MAX); the time stamp and suffixes need room.
+MAX_LABEL_BYTES = 200
+
+
+def check_results_place(parent: Path, label: str | None, option: str = "--results-dir") -> None:
+    """Refuse (exit 2), before anything runs, a label too long to name a directory and a
+    results directory that cannot be created or written: not after the run."""
+    if label and len(label.encode()) > MAX_LABEL_BYTES:
+        raise ConfigError(
+            f"--label is {len(label.encode())} bytes long; at most {MAX_LABEL_BYTES} "
+            "(it names the results directory)"
+        )
+    existing = parent.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"{option} {parent}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {parent}: {existing} is not writable")
 
 
 def _window_seconds(record: RunRecord) -> float | None:
