@@ -338,3 +338,11 @@ def test_two_first_server_starts_at_once(engine: str) -> None:
     finally:
         invoke("server", "destroy", "--yes", *args[2:], cwd=base)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_usage_errors_are_one_line_and_help_stays_help(cwd: Path) -> None:
+    for args in (["nosuch"], ["run", "--nosuch"], ["server", "start", "--page-size", "7k"]):
+        assert "--help)" in assert_one_line(slob(cwd, *args), codes=(2,))
+    alone = slob(cwd)  # a group without a command shows its help, as before
+    assert "Quick start" in alone.output and "slob: error" not in alone.output
+    assert slob(cwd, "run", "--help").exit_code == 0

@@ -62,6 +62,10 @@ def friendly_errors(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+# click >= 8.2 raises this for a group run without a command (8.1 prints the help itself)
+_HELP_ONLY: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 class OneLineGroup(click.Group):
     """click's usage errors (a missing path, a bad choice) as one line, like ours."""
 
@@ -70,6 +74,9 @@ class OneLineGroup(click.Group):
             return super().main(*args, standalone_mode=False, **kwargs)
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
+        except _HELP_ONLY as exc:  # `slob`, `slob server`: click shows the help
+            exc.show()
+            sys.exit(exc.exit_code)
         except click.ClickException as exc:
             ctx = getattr(exc, "ctx", None)
             more = f" (see {ctx.command_path} --help)" if ctx is not None else ""
