@@ -23,7 +23,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from openslob.servers.embedded import EmbeddedServer
 from openslob.servers.mariadb import MARIADBD, EmbeddedMariaDB
 from openslob.targets import redact, scrub
-from tests.conftest import invoke, make_base_dir, slob_subprocess
+from tests.conftest import invoke, make_base_dir, private_mariadb, slob_subprocess
 
 SECRET = "MyS3cretPW"
 RUNS = Path(__file__).parent / "data" / "runs"
@@ -231,12 +231,7 @@ def test_postgres_roles_without_privileges_or_read_only_are_one_line(
 def mariadb() -> Iterator[EmbeddedMariaDB]:
     if not MARIADBD.exists():
         pytest.skip("mariadb-server not installed")
-    base = make_base_dir("openslob-errors-")
-    srv = EmbeddedMariaDB(base / "data", "16k")
-    srv.start("pio")
-    yield srv
-    srv.destroy()
-    shutil.rmtree(base, ignore_errors=True)
+    yield from private_mariadb("openslob-errors-")
 
 
 def test_mariadb_users_without_privileges_or_read_only_are_one_line(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 from collections.abc import Iterator
 
@@ -18,7 +17,7 @@ from openslob.histogram import SLOTS, Histogram, bucket_index
 from openslob.options import Config, resolve
 from openslob.run import loop_conf
 from openslob.servers.mariadb import MARIADBD, EmbeddedMariaDB
-from tests.conftest import invoke, make_base_dir
+from tests.conftest import invoke, private_mariadb
 
 pytestmark = pytest.mark.skipif(not MARIADBD.exists(), reason="mariadb-server not installed")
 
@@ -32,12 +31,7 @@ def config(**flags: str) -> Config:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[EmbeddedMariaDB]:
-    base = make_base_dir("openslob-mariadb-")
-    srv = EmbeddedMariaDB(base / "data", "16k")
-    srv.start("pio")
-    yield srv
-    srv.destroy()
-    shutil.rmtree(base, ignore_errors=True)
+    yield from private_mariadb("openslob-mariadb-")
 
 
 @pytest.fixture(scope="module")
