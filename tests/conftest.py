@@ -16,6 +16,7 @@ from click.testing import CliRunner, Result
 
 from openslob.cli import cli
 from openslob.servers.embedded import EmbeddedServer
+from openslob.servers.mariadb import EmbeddedMariaDB
 
 
 def make_base_dir(prefix: str) -> Path:
@@ -23,6 +24,19 @@ def make_base_dir(prefix: str) -> Path:
     base = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     base.chmod(0o755)  # created here, by us: widening it loosens nothing of anyone else's
     return base
+
+
+def private_mariadb(prefix: str, page_size: str = "16k") -> Iterator[EmbeddedMariaDB]:
+    """A private mariadbd (pio profile) in a directory of its own, removed afterwards: the
+    body of the modules' MariaDB fixtures (`yield from`)."""
+    base = make_base_dir(prefix)
+    srv = EmbeddedMariaDB(base / "data", page_size)
+    srv.start("pio")
+    try:
+        yield srv
+    finally:
+        srv.destroy()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

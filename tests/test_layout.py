@@ -176,13 +176,19 @@ def test_another_sessions_snapshot_is_reported_then_refused_and_repaired(
 
 
 def test_tables_changed_by_hand_are_not_valid(fresh_dataset, db, slob) -> None:
-    """Setup trusts the tables, not its bookkeeping: deleted rows or a changed fillfactor
-    are reloaded, and verify checks the storage options."""
+    """Setup and run trust the tables, not the bookkeeping: deleted rows or a changed
+    fillfactor are refused by the run (naming `slob setup`), reloaded by setup, and verify
+    checks the storage options."""
     db.execute("ALTER TABLE user2.cf1 SET (fillfactor = 100)")
     verify = slob("verify", *DATA)
     assert verify.exit_code == 1 and "storage options" in verify.output
     db.execute("DELETE FROM user1.cf1 WHERE custid <= 10")
     db.execute("SELECT pg_stat_force_next_flush()")
+    refused = slob("run", *DATA, "--run-time", "1", "--warmup", "0")
+    assert refused.exit_code == 1
+    assert "user1.cf1: 7,990 rows, not 8,000" in refused.output
+    assert "user2.cf1: fillfactor 100, not 10" in refused.output
+    assert "run `slob setup`" in refused.output
     result = slob("setup", *DATA)
     assert result.exit_code == 0, result.output
     assert "user1.cf1 reloaded: 7,990 rows, not 8,000" in result.output

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 from collections.abc import Iterator
 
@@ -18,7 +17,7 @@ from openslob.histogram import SLOTS, Histogram, bucket_index
 from openslob.options import Config, resolve
 from openslob.run import loop_conf
 from openslob.servers.mariadb import MARIADBD, EmbeddedMariaDB
-from tests.conftest import make_base_dir
+from tests.conftest import invoke, private_mariadb
 
 pytestmark = pytest.mark.skipif(not MARIADBD.exists(), reason="mariadb-server not installed")
 
@@ -32,12 +31,7 @@ def config(**flags: str) -> Config:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[EmbeddedMariaDB]:
-    base = make_base_dir("openslob-mariadb-")
-    srv = EmbeddedMariaDB(base / "data", "16k")
-    srv.start("pio")
-    yield srv
-    srv.destroy()
-    shutil.rmtree(base, ignore_errors=True)
+    yield from private_mariadb("openslob-mariadb-")
 
 
 @pytest.fixture(scope="module")
@@ -224,4 +218,36 @@ def test_verify_detects_a_damaged_table_and_setup_repairs_it(engine: MariaDBEngi
     actions = {(t.schema, t.table): t.action for t in repaired.tables}
     assert actions[("user2", "cf1")] == "loaded"
     assert actions[("user1", "cf1")] == "valid"
+    assert engine.verify(config()).ok
+
+
+def test_tables_changed_by_hand_are_caught_by_setup_and_run(
+    server: EmbeddedMariaDB, engine: MariaDBEngine, conn, tmp_path
+) -> None:
+    """Setup and run trust the tables, not the bookkeeping: rows deleted by hand or page
+    compression switched on are named by the run's pre-check (which refuses and names
+    `slob setup`), reloaded by setup with the reason, and compression fails verify."""
+    with conn.cursor() as cur:
+        cur.execute("DELETE FROM user1.cf1 WHERE custid <= 10")
+        cur.execute("ALTER TABLE user2.cf1 PAGE_COMPRESSED=1")
+        # Switched off again: the table is rebuilt uncompressed and stays valid.
+        cur.execute("ALTER TABLE user1.cf2 PAGE_COMPRESSED=1")
+        cur.execute("ALTER TABLE user1.cf2 PAGE_COMPRESSED=0")
+    storage = {c.schema: c for c in _measured(engine, "cf1 padding uncompressed")}
+    assert not storage["user2"].ok and storage["user2"].measured == "PAGE_COMPRESSED is on"
+    assert storage["user1"].ok
+    data = ["--schemas", SETTINGS["SCHEMAS"], "--scale", SETTINGS["SCALE"]]
+    data += ["--scan-table-sz", SETTINGS["SCAN_TABLE_SZ"]]
+    common = ["--target", "embedded-mariadb", "--data-dir", str(server.base_dir), *data]
+    run = invoke("run", *common, "--run-time", "1", "--warmup", "0", cwd=tmp_path)
+    assert run.exit_code == 1, run.output
+    assert "user1.cf1: 4,086 rows, not 4,096" in run.output
+    assert "user2.cf1: PAGE_COMPRESSED is on" in run.output
+    assert "run `slob setup`" in run.output
+    assert not (tmp_path / "slob-results").exists()  # refused before anything ran
+    setup = invoke("setup", *common, cwd=tmp_path)
+    assert setup.exit_code == 0, setup.output
+    assert "user1.cf1 reloaded: 4,086 rows, not 4,096" in setup.output
+    assert "user2.cf1 reloaded: PAGE_COMPRESSED is on" in setup.output
+    assert "user1.cf2 reloaded" not in setup.output
     assert engine.verify(config()).ok

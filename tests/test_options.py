@@ -435,14 +435,62 @@ def test_not_implemented_list_has_reasons_and_no_overlap_with_table() -> None:
 
 
 def test_lines_that_are_not_assignments_warn(tmp_path: Path) -> None:
-    path = write_conf(
-        tmp_path,
-        "UPDATE_PCT = 10\nsource other.conf\nSCAN_PCT=5 runit.sh\nWORK_UNIT='8\nSCALE=200\n",
-    )
+    path = write_conf(tmp_path, "source other.conf\nrunit.sh 4\nSCALE=200\nFOO = 1\n")
     conf = read_slob_conf(path)
     assert conf.values == {"SCALE": "200"}
-    assert [w.split(": ")[0] for w in conf.warnings] == [f"{path}:{n}" for n in (1, 2, 3, 4)]
-    assert "unbalanced quotes" in conf.warnings[3]
+    assert [w.split(": ")[0] for w in conf.warnings] == [f"{path}:{n}" for n in (1, 2, 4)]
+    assert all("not a KEY=VALUE assignment; line ignored" in w for w in conf.warnings)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("UPDATE_PCT = 50", "UPDATE_PCT not read (not a KEY=VALUE assignment)"),
+        ("export SCAN_PCT=5 runit.sh", "SCAN_PCT not read (not a KEY=VALUE assignment)"),
+        ("UPDATE_PCT='50", "unbalanced quotes in the line for UPDATE_PCT"),
+        ('SYSDBA_PASSWD="s3cr3t', "unbalanced quotes: bash would read the lines after it"),
+        ("RUN_TIME=\x02", "RUN_TIME not read (control characters in the line)"),
+    ],
+)
+def test_a_malformed_line_for_a_known_key_stops_the_command(
+    tmp_path: Path, line: str, expected: str
+) -> None:
+    """A run with the default instead of the value the file tried to set is not the run
+    asked for: the line is named and nothing runs (exit 2). Values are never echoed."""
+    path = write_conf(tmp_path, f"# SLOB settings\nSCALE=200\n{line}\nWORK_UNIT=8\n")
+    with pytest.raises(ConfigError) as raised:
+        resolve({}, path, cwd=tmp_path)
+    assert str(raised.value).startswith(f"{path}:3: ")
+    assert expected in str(raised.value)
+    assert "s3cr3t" not in str(raised.value) and raised.value.exit_code == 2
+
+
+def test_a_binary_file_is_not_a_slob_conf(tmp_path: Path) -> None:
+    path = tmp_path / "slob.conf"
+    path.write_bytes(b"\x7fELF\x02\x01\x01\x00\x00UPDATE_PCT=50\n")
+    with pytest.raises(ConfigError, match=r"not a text file \(NUL bytes at offset 7\)"):
+        resolve({}, path, cwd=tmp_path)
+
+
+def test_external_script_is_checked_before_anything_runs(tmp_path: Path) -> None:
+    script = tmp_path / "ext.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o644)
+    cases = {
+        str(script): f"EXTERNAL_SCRIPT={script}: not executable (chmod +x {script})",
+        str(tmp_path / "gone.sh"): f"EXTERNAL_SCRIPT={tmp_path / 'gone.sh'}: no such file",
+        str(tmp_path): f"EXTERNAL_SCRIPT={tmp_path}: a directory, not a program",
+        "no-such-hook-xyz": "EXTERNAL_SCRIPT=no-such-hook-xyz: no such command on PATH",
+    }
+    for value, message in cases.items():
+        with pytest.raises(ConfigError) as raised:
+            resolve({"EXTERNAL_SCRIPT": value}, None, cwd=tmp_path, scope="run")
+        assert str(raised.value) == message and raised.value.exit_code == 2
+    # setup never calls the hook: it is not refused there
+    assert resolve({"EXTERNAL_SCRIPT": str(script)}, None, cwd=tmp_path, scope="setup")
+    script.chmod(0o755)
+    assert resolve({"EXTERNAL_SCRIPT": str(script)}, None, cwd=tmp_path)["EXTERNAL_SCRIPT"]
+    assert resolve({"EXTERNAL_SCRIPT": "true"}, None, cwd=tmp_path)["EXTERNAL_SCRIPT"] == "true"
 
 
 def test_variable_expansion(tmp_path: Path) -> None:
@@ -603,7 +651,9 @@ def test_empty_value_in_file_means_default(tmp_path: Path) -> None:
 
 def test_relative_external_script_is_relative_to_the_conf_file(tmp_path: Path) -> None:
     conf_dir = tmp_path / "SLOB"
-    conf_dir.mkdir()
+    (conf_dir / "misc").mkdir(parents=True)
+    (conf_dir / "misc" / "ext.sh").write_text("#!/bin/sh\n")
+    (conf_dir / "misc" / "ext.sh").chmod(0o755)
     path = write_conf(conf_dir, "EXTERNAL_SCRIPT=./misc/ext.sh\n")
     config = resolve({}, path, cwd=tmp_path)
     assert config["EXTERNAL_SCRIPT"] == str(conf_dir / "misc" / "ext.sh")

@@ -310,7 +310,7 @@ def load_timeseries(run_dir: Path) -> list[dict[str, str]]:
     try:
         with file.open(newline="") as fh:
             return list(csv.DictReader(fh))
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise OpenslobError(f"{file}: no readable time series ({exc})") from exc
 
 

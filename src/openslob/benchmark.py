@@ -410,11 +410,12 @@ def execute(
     run = build_run_json(record=record, config=config, instances=infos, label=label)
     if calibrate_dir is not None and run["status"] == "complete":
         run["calibration"] = calibration(calibrate_dir, sessions, run, notice)
-    write_run(run_dir, run, record.timeseries)
-    (run_dir / "report.txt").write_text(render_text(run))
-    error = external_script(config["EXTERNAL_SCRIPT"], "end", script_env)
-    if error:
-        notice(error)
+    try:
+        write_run(run_dir, run, record.timeseries, render_text(run))  # NotSaved: disk full
+    finally:
+        error = external_script(config["EXTERNAL_SCRIPT"], "end", script_env)
+        if error:
+            notice(error)
     return run
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from rich.table import Table
 
 from openslob import __version__
 from openslob.engines.base import Engine, SetupResult, VerifyResult
-from openslob.errors import OpenslobError, Terminated, raise_terminated
+from openslob.errors import OpenslobError, Terminated, one_line, raise_terminated
 from openslob.options import Config, add_options, config_from_click
 from openslob.servers.embedded import EmbeddedServer
 from openslob.servers.profiles import PROFILES
@@ -35,6 +36,7 @@ from openslob.targets import (
     private_server,
     resolve_target,
     resolve_targets,
+    scrub,
     target_strings,
 )
 
@@ -47,23 +49,56 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def friendly_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Domain errors become one line on stderr and the error's exit code (2 = bad input)."""
+    """Any error becomes one line on stderr (errors.one_line) and its exit code (2 = bad
+    input), with the passwords of the command's targets removed. SLOB_DEBUG=1: traceback."""
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        targets = tuple(kwargs.get("targets") or ())
         try:
             return func(*args, **kwargs)
-        except OpenslobError as exc:
-            click.echo(f"slob: error: {exc}", err=True)
-            sys.exit(exc.exit_code)
         except Terminated:
             click.echo("slob: terminated (SIGTERM)", err=True)
             sys.exit(Terminated.exit_code)
         except KeyboardInterrupt:
             click.echo("slob: interrupted", err=True)
             sys.exit(130)
+        except (click.ClickException, click.exceptions.Abort, click.exceptions.Exit):
+            raise
+        except Exception as exc:
+            if os.environ.get("SLOB_DEBUG"):
+                raise
+            message, code = one_line(exc)
+            click.echo(f"slob: error: {scrub(message, targets)}", err=True)
+            sys.exit(code)
 
     return wrapper
+
+
+# click >= 8.2 raises this for a group run without a command (8.1 prints the help itself)
+_HELP_ONLY: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+class OneLineGroup(click.Group):
+    """click's usage errors (a missing path, a bad choice) as one line, like ours."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except _HELP_ONLY as exc:  # `slob`, `slob server`: click shows the help
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            ctx = getattr(exc, "ctx", None)
+            more = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+            click.echo(f"slob: error: {exc.format_message()}{more}", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 data_dir_option = click.option(
@@ -91,7 +126,7 @@ def _print_config_messages(config: Config) -> None:
         err.print(f"[yellow]warning:[/] {warning}", highlight=False)
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=OneLineGroup, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="openslob")
 def cli() -> None:
     """openslob: SLOB-style storage testing driven by a real database.
@@ -580,9 +615,11 @@ def run(
       slob run --conf ~/SLOB/slob.conf --schemas 8 --threads-per-schema 2
     """
     from openslob.benchmark import run_benchmark
+    from openslob.results import NotSaved, check_results_place
 
     config = config_from_click(params, "run")
     target_strings(targets, config)  # a bad combination fails here, before anything else
+    check_results_place(results_dir, label)
     _print_config_messages(config)
     sessions = config["SESSIONS"] or config["SCHEMAS"] * config["THREADS_PER_SCHEMA"]
     loops = config["WORK_LOOP"]
@@ -596,17 +633,21 @@ def run(
     def progress(row: dict[str, Any]) -> None:
         err.print(_progress_line(row), highlight=False, end="\r" if err.is_terminal else "\n")
 
-    run_dir, result = run_benchmark(
-        config,
-        target=targets,
-        data_dir=data_dir,
-        results_parent=results_dir,
-        label=label,
-        notice=lambda msg: err.print(f"[dim]note:[/] {msg}", highlight=False),
-        progress=progress if err.is_terminal else None,
-        calibrate=calibrate,
-        calibrate_dir=calibrate_dir,
-    )
+    try:
+        run_dir, result = run_benchmark(
+            config,
+            target=targets,
+            data_dir=data_dir,
+            results_parent=results_dir,
+            label=label,
+            notice=lambda msg: err.print(f"[dim]note:[/] {msg}", highlight=False),
+            progress=progress if err.is_terminal else None,
+            calibrate=calibrate,
+            calibrate_dir=calibrate_dir,
+        )
+    except NotSaved as exc:  # a full disk: the report is all that is left of the run
+        out.print(exc.report, highlight=False, markup=False, end="")
+        raise
     out.print((run_dir / "report.txt").read_text(), highlight=False, markup=False, end="")
     out.print(f"results: {run_dir}", highlight=False)
     if result["status"] != "complete":
@@ -686,6 +727,7 @@ def sweep(
       slob sweep --sessions 4,16,64 --work-unit 16,64 --update-pct 0 --label wu
     """
     from openslob import sweep as harness
+    from openslob.results import check_results_place
 
     conf = params.pop("conf", None)
     flags = {name: params.pop(option.param) for name, option in _sweep_options().items()}
@@ -693,6 +735,7 @@ def sweep(
     for point in plan.points:
         target_strings(targets, point.config)
     path = sweep_dir or harness.sweep_directory(results_dir, label)
+    check_results_place(path, label, "--sweep-dir" if sweep_dir else "--results-dir")
     per_point = float(plan.points[0].config["WARMUP"]) + float(plan.points[0].config["RUN_TIME"])
     axes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in plan.axes.items())
     err.print(
@@ -775,8 +818,9 @@ def _finish_sweep(path: Path, plots: bool) -> None:
     except OpenslobError:
         return
     from openslob.analyze import analyze_rows, render_csv
+    from openslob.results import write_atomic
 
-    (path / "sweep.csv").write_text(render_csv(analyze_rows(refs)))
+    write_atomic(path / "sweep.csv", render_csv(analyze_rows(refs)))
     if plots:
         from openslob.report.plots import petal, save
 
@@ -1147,7 +1191,7 @@ def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) ->
       slob report slob-results/20261122T050000Z-readonly
       slob report slob-results/sweep-ssd --html
     """
-    from openslob.results import load_run
+    from openslob.results import REPORT_KEYS, load_run, require_keys
 
     if as_html:
         from openslob.report.html import write_html
@@ -1155,11 +1199,14 @@ def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) ->
         target = output or (path if path.is_dir() else path.parent) / "report.html"
         problems: list[str] = []
         refs = _find_runs_noting([path], oracle_names, problems)
+        for ref in refs:  # each run's text report is in the page
+            if ref.oracle is None:
+                require_keys(ref.run, REPORT_KEYS, ref.path / "run.json")
         click.echo(str(write_html(refs, target, problems=problems)))
         return
     from openslob.report.text import render_text
 
-    click.echo(render_text(load_run(path)), nl=False)
+    click.echo(render_text(load_run(path, REPORT_KEYS)), nl=False)
 
 
 def main() -> None:

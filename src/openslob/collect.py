@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -88,9 +90,10 @@ def find_runs(
 ) -> list[RunRef]:
     """Every run under the given paths, sweeps in plan order, others sorted by path.
 
-    An Oracle report that cannot be read, or only in part, is appended to `errors` (one line
-    naming the file and section) when a list is given, so the other files still count; else
-    it raises. When nothing at all could be read, the error says why for every file.
+    A damaged run.json or sweep.json, or an Oracle report that cannot be read (or only in
+    part), is appended to `errors` (one line naming the file, and the section) when a list is
+    given, so the other files still count; else it raises. When nothing at all could be
+    read, the error says why for every file.
     oracle_names: where an Oracle report's UPDATE_PCT and sessions are in its path (named
     groups pct, sessions); default SLOB/flashdba's awr.<pct>.<sessions>.txt and SLOB kits'
     awr.txt.<sessions>.
@@ -123,19 +126,33 @@ def _runs_under(
 ) -> list[RunRef]:
     if path.is_file():
         if path.name == SWEEP_FILE:
-            return _sweep_runs(path.parent)
+            return _readable(partial(_sweep_runs, errors=errors), path.parent, errors)
         if path.suffix == ".json":
-            return [RunRef(path.parent, load_run(path))]
+            return _readable(_plain_run, path, errors)
         return _oracle_runs([path], errors, names)
     if (path / SWEEP_FILE).exists():
-        return _sweep_runs(path)
+        return _readable(partial(_sweep_runs, errors=errors), path, errors)
     if (path / RUN_FILE).exists():
-        return [RunRef(path, load_run(path))]
+        return _readable(_plain_run, path, errors)
     reports = [p for p in sorted(path.iterdir()) if is_oracle_report_file(p)]
     refs = _oracle_runs(reports, errors, names)
     for child in sorted(p for p in path.iterdir() if p.is_dir()):
         refs.extend(_runs_under(child, errors, names))
     return refs
+
+
+def _plain_run(path: Path) -> list[RunRef]:
+    return [RunRef(path.parent if path.is_file() else path, load_run(path))]
+
+
+def _readable(read: Callable[[Path], list[RunRef]], path: Path, errors: list[str]) -> list[RunRef]:
+    """The runs `read` finds at `path`; a damaged run.json or sweep.json (a full disk, an
+    editor) is named in `errors` instead, so the other runs of a tree still count."""
+    try:
+        return read(path)
+    except OpenslobError as exc:
+        errors.append(str(exc))
+        return []
 
 
 def oracle_reports(refs: list[RunRef]) -> list[OracleReport]:
@@ -184,12 +201,16 @@ def _oracle_runs(
     return refs
 
 
-def _sweep_runs(path: Path) -> list[RunRef]:
+def _sweep_runs(path: Path, errors: list[str]) -> list[RunRef]:
     sweep = load_sweep(path)
     label = sweep_label(path, sweep)
     refs = []
     for point in sweep.get("points", []):
         run_dir = path / point["run_dir"]
         if (run_dir / RUN_FILE).exists():
-            refs.append(RunRef(run_dir, load_run(run_dir), label, dict(point["params"])))
+
+            def read(run_dir: Path, point: dict[str, Any] = point) -> list[RunRef]:
+                return [RunRef(run_dir, load_run(run_dir), label, dict(point["params"]))]
+
+            refs += _readable(read, run_dir, errors)
     return refs

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -551,19 +552,47 @@ def _record(conf: ConfFile, name: str, value: str, lineno: int, noted: set[str])
 
 def _read_text(path: Path) -> str:
     try:
-        # utf-8-sig: a byte-order mark from a Windows editor must not hide the first key.
-        return path.read_text(encoding="utf-8-sig", errors="replace")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such slob.conf file") from None
     except OSError as err:
         raise ConfigError(f"{path}: cannot read slob.conf ({err.strerror})") from None
+    if b"\0" in data:  # no text file holds NUL bytes (UTF-16 ones do: not a shell file)
+        raise ConfigError(
+            f"{path}: not a text file (NUL bytes at offset {data.index(0)}); slob.conf is "
+            "KEY=VALUE lines in plain text (UTF-8)"
+        )
+    # utf-8-sig: a byte-order mark from a Windows editor must not hide the first key.
+    return data.decode("utf-8-sig", errors="replace")
+
+
+_FIRST_NAME = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _known_key(line: str) -> str | None:
+    """The openslob parameter a line is about (its first name), if any."""
+    first = _FIRST_NAME.match(line)
+    return first[1] if first and first[1] in OPTIONS_BY_NAME else None
+
+
+def _malformed(where: str, line: str, problem: str, warnings: list[str]) -> None:
+    """A line that is not plain assignments: an error when it is about one of our keys (a
+    run with that key's default is not the run asked for), else a warning."""
+    name = _known_key(line)
+    if name is not None:
+        raise ConfigError(
+            f"{where}: {name} not read ({problem}); write it as {name}=VALUE, no spaces around ="
+        )
+    warnings.append(f"{where}: {problem}; line ignored")
 
 
 def read_slob_conf(path: Path | str) -> ConfFile:
     """Read a SLOB slob.conf the way bash ``source`` would, without running it.
 
     Assignments (optionally ``export``-ed) are kept; later ones win; ``$VAR`` refers to earlier
-    assignments. Anything else is reported as a warning rather than guessed at.
+    assignments. Unbalanced quotes (bash would read the next lines into the value), a line
+    about one of our keys that is not a plain assignment (``UPDATE_PCT = 50``) and a binary
+    file stop the command; other lines are warned about and ignored.
     """
     conf = ConfFile(path=Path(path))
     shell: dict[str, str] = {}
@@ -571,16 +600,19 @@ def read_slob_conf(path: Path | str) -> ConfFile:
     for lineno, line in enumerate(_read_text(conf.path).splitlines(), start=1):
         where = f"{conf.path}:{lineno}"
         if _ESC in line or _END in line:
-            conf.warnings.append(f"{where}: control characters in line; ignored")
+            _malformed(where, line, "control characters in the line", conf.warnings)
             continue
         try:
             words = _split_words(line)
         except ValueError:  # shlex: no closing quotation / no escaped character
-            conf.warnings.append(f"{where}: unbalanced quotes; line ignored")
-            continue
+            name = _known_key(line)
+            raise ConfigError(
+                f"{where}: unbalanced quotes{f' in the line for {name}' if name else ''}: "
+                "bash would read the lines after it into the value; close the quote"
+            ) from None
         pairs = _assignments(words)
         if pairs is None:
-            conf.warnings.append(f"{where}: not a KEY=VALUE assignment; line ignored")
+            _malformed(where, line, "not a KEY=VALUE assignment", conf.warnings)
             continue
         for name, marked in pairs:
             # Warn about unset variables only in our own parameters: in other values (say a
@@ -757,6 +789,23 @@ def _check_sessions(c: Config) -> str | None:
     )
 
 
+def _check_external_script(c: Config) -> str | None:
+    """The hook must be there and executable before the run, not found missing at its end."""
+    script = c["EXTERNAL_SCRIPT"]
+    if not script or shutil.which(script):  # a bare name is looked up on PATH, as bash does
+        return None
+    path = Path(script)
+    if "/" not in script:
+        problem = "no such command on PATH"
+    elif not path.exists():
+        problem = "no such file"
+    elif path.is_dir():
+        problem = "a directory, not a program"
+    else:
+        problem = f"not executable (chmod +x {_shown(script)})"
+    return f"EXTERNAL_SCRIPT={_shown(script)}: {problem}"
+
+
 # Each check with the parameters it reads: a command runs only the checks whose parameters it
 # uses, so `setup` is not refused over, say, think times it never applies.
 _CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
@@ -765,6 +814,7 @@ _CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
     (("SCAN_PCT", "SCAN_TABLE_SZ"), _check_scan_table),
     (("DO_HOTSPOT", "HOTSPOT_MB", "HOTSPOT_OFFSET_MB", "SCALE"), _check_hotspot),
     (("SESSIONS", "SCHEMAS", "THREADS_PER_SCHEMA"), _check_sessions),
+    (("EXTERNAL_SCRIPT",), _check_external_script),
 )
 
 

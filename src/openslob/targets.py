@@ -12,12 +12,13 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import psycopg
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from openslob.errors import ConfigError
 from openslob.servers.embedded import EmbeddedServer
@@ -28,13 +29,63 @@ EMBEDDED_MARIADB = "embedded-mariadb"
 MYSQL_SCHEMES = ("mysql://", "mariadb://")
 
 
+# A URI's user:password@ (the password up to the last @ of the URI: an unencoded / or @ in
+# it must not leave its tail behind), and a keyword string's password=value.
+_URI_PASSWORD = re.compile(r"(://[^:/@\s]*):(\S*)@")
+_KW_PASSWORD = re.compile(r"(?i)((?<![?&\w])password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
+_QUERY_PASSWORD = re.compile(r"(?i)([?&]password=)([^&\s]*)")
+HIDDEN = "********"
+
+
 def redact(conninfo: str) -> str:
     """A connection string safe to print or store: passwords removed in both libpq forms."""
-    without_uri_password = re.sub(r"(://[^:/@]*):[^@/]*@", r"\1@", conninfo)
-    without_kw_password = re.sub(
-        r"(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1********", without_uri_password
-    )
-    return re.sub(r"(?i)([?&]password=)[^&]*", r"\1********", without_kw_password)
+    without_uri_password = _URI_PASSWORD.sub(r"\1@", conninfo)
+    without_query_password = _QUERY_PASSWORD.sub(rf"\1{HIDDEN}", without_uri_password)
+    return _KW_PASSWORD.sub(rf"\1{HIDDEN}", without_query_password)
+
+
+def secrets_of(target: str) -> set[str]:
+    """The passwords a target string holds, as written and percent-decoded, with the parts
+    of one that a parser may quote on its own (a piece before an unencoded / or @)."""
+    found: set[str] = set()
+    for pattern in (_URI_PASSWORD, _KW_PASSWORD, _QUERY_PASSWORD):
+        for match in pattern.finditer(target):
+            value = match[2].strip("'")
+            found |= {value, unquote(value), *re.split(r"[/?#@]", value)}
+    return {secret for secret in found if len(secret) >= 3}
+
+
+def scrub(text: str, targets: tuple[str, ...] | list[str] = ()) -> str:
+    """`text` (an error message) with every password of the given targets, and any a
+    connection string in it carries, replaced: drivers quote a target they cannot parse."""
+    for target in targets:
+        text = text.replace(target, redact(target))
+        for secret in sorted(secrets_of(target), key=len, reverse=True):
+            text = text.replace(secret, HIDDEN)
+    return redact(text)
+
+
+def check_target(target: str) -> None:
+    """Refuse (exit 2), before anything connects, a --target that is none of the forms we
+    take; the message never holds its password."""
+    if target in (EMBEDDED, EMBEDDED_MARIADB):
+        return
+    if target.startswith(MYSQL_SCHEMES):
+        mysql_kwargs(target)
+        return
+    try:
+        conninfo_to_dict(target)
+    except psycopg.ProgrammingError as exc:
+        close = get_close_matches(target, (EMBEDDED, EMBEDDED_MARIADB), n=1)
+        advice = (
+            f"did you mean {close[0]}?"
+            if close
+            else f"allowed: {EMBEDDED}, {EMBEDDED_MARIADB}, a postgresql:// or mysql:// URI, "
+            "or libpq keywords such as 'host=db1 dbname=slob'"
+        )
+        raise ConfigError(
+            f"--target {redact(target)}: {scrub(str(exc), [target])} ({advice})"
+        ) from None
 
 
 @dataclass
@@ -92,7 +143,10 @@ def resolve_target(
 
 def mysql_kwargs(uri: str) -> dict[str, Any]:
     """pymysql.connect arguments of mysql://user:password@host:port/?unix_socket=PATH."""
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+    except ValueError as exc:  # "Invalid IPv6 URL": names no part of the URI
+        raise ConfigError(f"--target {redact(uri)}: not a valid URI ({exc})") from None
     query = parse_qs(parts.query)
     kwargs: dict[str, Any] = {"user": unquote(parts.username or "") or getpass.getuser()}
     if parts.password:
@@ -103,8 +157,8 @@ def mysql_kwargs(uri: str) -> dict[str, Any]:
         kwargs["host"] = parts.hostname or "localhost"
         try:
             kwargs["port"] = parts.port or 3306
-        except ValueError as exc:
-            raise ConfigError(f"--target {redact(uri)}: {exc}") from exc
+        except ValueError:  # its message would quote the "port": maybe a piece of a password
+            raise ConfigError(f"--target {redact(uri)}: the port is not a number") from None
     return kwargs
 
 
@@ -158,6 +212,8 @@ def target_strings(
         if target in seen:
             raise ConfigError(f"--target {redact(target)} is given twice")
         seen.add(target)
+    for target in given:
+        check_target(target)
     return given
 
 

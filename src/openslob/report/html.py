@@ -16,6 +16,7 @@ from openslob.collect import RunRef, oracle_reports
 from openslob.oracle import awr_rows
 from openslob.report import plots
 from openslob.report.text import render_text
+from openslob.results import write_atomic
 
 _CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, Roboto, sans-serif; margin: 2rem auto;
@@ -136,5 +137,4 @@ def write_html(
     if problems:
         marker = "</p>"  # after the page's meta line
         text = text.replace(marker, marker + _problems(problems), 1)
-    output.write_text(text)
-    return output
+    return write_atomic(output, text)  # whole or not at all (a full disk)

@@ -22,6 +22,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
 from openslob.histogram import Histogram, bucket_bounds, bucket_index
+from openslob.results import write_atomic
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -114,7 +115,13 @@ def save(
     for fmt in formats:
         # append, never with_suffix: "petal.db_read" must not lose its ".db_read"
         target = base.with_name(f"{base.name}.{fmt}")
-        fig.savefig(target, format=fmt, dpi=DPI, bbox_inches="tight", metadata=_metadata(fmt))
+        # whole or not at all: a full disk must not leave a truncated image behind
+        write_atomic(
+            target,
+            lambda fh, fmt=fmt: fig.savefig(
+                fh, format=fmt, dpi=DPI, bbox_inches="tight", metadata=_metadata(fmt)
+            ),
+        )
         written.append(target)
     return written
 

@@ -19,6 +19,7 @@ Layout of a data directory D (every directory below is created by the tool):
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import pwd
@@ -55,6 +56,22 @@ SERVICE_USER = os.environ.get("SLOB_SERVER_USER", "openslob")
 # sun_path is 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH = 107
 START_TIMEOUT_S = 120
+
+
+@contextlib.contextmanager
+def start_lock(data_dir: Path) -> Iterator[None]:
+    """One `start` at a time per data directory: two first starts at once would both
+    create the directories, copy the binaries and run initdb. The lock is a flock on the
+    directory that holds the data directory (nothing is created in it), so it covers the
+    data directory's own creation; the holder's exit releases it, however it exits."""
+    parent = data_dir.parent
+    fsperm.make_dirs(parent, mode=0o755)  # what preparing the data directory would do first
+    fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def default_data_dir() -> Path:
@@ -288,6 +305,12 @@ class EmbeddedServer:
         if profile is not None and profile not in (*PROFILES, LOAD_PROFILE):
             allowed = ", ".join(PROFILES)
             raise ServerError(f"profile={profile} is not a known profile (allowed: {allowed})")
+        with start_lock(self.data_dir):
+            return self._start_locked(profile, tcp, port, max_connections)
+
+    def _start_locked(
+        self, profile: str | None, tcp: bool | None, port: int | None, max_connections: int | None
+    ) -> ServerState:
         if self.as_root:
             fsperm.ensure_service_user(SERVICE_USER)
         self._prepare_directories()

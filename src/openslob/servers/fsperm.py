@@ -50,10 +50,15 @@ def make_dirs(path: Path, mode: int) -> list[Path]:
     while not probe.exists():
         missing.append(probe)
         probe = probe.parent
+    created = []
     for directory in reversed(missing):
-        directory.mkdir(mode=mode if directory == path else 0o755)
+        try:
+            directory.mkdir(mode=mode if directory == path else 0o755)
+        except FileExistsError:  # made meanwhile by another start: not ours to change
+            continue
         directory.chmod(mode if directory == path else 0o755)  # umask would narrow it
-    return missing
+        created.append(directory)
+    return created[::-1]
 
 
 def _may_traverse(path: Path, uid: int, gids: set[int]) -> bool:

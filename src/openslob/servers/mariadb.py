@@ -40,7 +40,7 @@ import pymysql
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, global_variables
 from openslob.errors import ConfigError, ServerError
 from openslob.servers import fsperm
-from openslob.servers.embedded import default_data_dir
+from openslob.servers.embedded import default_data_dir, start_lock
 from openslob.servers.profiles import large_shared_buffers_mb
 
 MARIADBD = Path(os.environ.get("SLOB_MARIADBD", "/usr/sbin/mariadbd"))
@@ -382,6 +382,12 @@ class EmbeddedMariaDB:
                 f"profile={profile} is not a known profile (allowed: {', '.join(PROFILES)})"
             )
         self._require_binaries()
+        with start_lock(self.base_dir):
+            return self._start_locked(profile, tcp, port, max_connections)
+
+    def _start_locked(
+        self, profile: str | None, tcp: bool | None, port: int | None, max_connections: int | None
+    ) -> MariaDBState:
         if self.as_root:
             fsperm.ensure_service_user(SERVICE_USER)
         self._prepare_directories()

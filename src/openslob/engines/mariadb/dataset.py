@@ -15,6 +15,7 @@ different in every row and column, and incompressible for storage-level compress
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -107,6 +108,88 @@ def load_args(spec: TableSpec, layout: RowLayout) -> dict[str, Any]:
     return args
 
 
+# ------------------------------------------------------------------- the table as it is
+
+_PAGE_COMPRESSED = re.compile(r"`?page_compressed`?\s*=\s*'?(\w+)", re.I)
+_KEY_BLOCK_SIZE = re.compile(r"key_block_size\s*=\s*'?(\d+)", re.I)
+
+
+def storage_problem(row_format: str | None, create_options: str | None) -> str | None:
+    """Why the table's options no longer give the layout (None: they do): DYNAMIC rows keep
+    every pad column on the leaf page; row or page compression would shrink the padding."""
+    options = create_options or ""
+    page_compressed = _PAGE_COMPRESSED.search(options)
+    key_block = _KEY_BLOCK_SIZE.search(options)
+    if row_format != "Dynamic":
+        return f"ROW_FORMAT={row_format}, not Dynamic"
+    if page_compressed and page_compressed[1].upper() not in ("0", "OFF", "NO"):
+        return "PAGE_COMPRESSED is on"
+    if key_block and int(key_block[1]):
+        return f"KEY_BLOCK_SIZE={key_block[1]} (compressed)"
+    return None
+
+
+def _catalog(conn: pymysql.connections.Connection, spec: TableSpec, pad: int) -> tuple | None:
+    """(row format, create options, data length, unique custid index?, pad columns as
+    created) from information_schema, or None when the table is missing."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT t.ROW_FORMAT, t.CREATE_OPTIONS, t.DATA_LENGTH,"
+            "  (SELECT COUNT(*) FROM information_schema.STATISTICS s"
+            "    WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA AND s.TABLE_NAME = t.TABLE_NAME"
+            "      AND s.INDEX_NAME = 'custid' AND s.NON_UNIQUE = 0),"
+            "  (SELECT COUNT(*) FROM information_schema.COLUMNS c"
+            "    WHERE c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME"
+            "      AND c.DATA_TYPE = 'varbinary' AND c.CHARACTER_OCTET_LENGTH = %s"
+            f"      AND c.COLUMN_NAME IN ({', '.join(['%s'] * len(PAD_COLUMNS))}))"
+            " FROM information_schema.TABLES t WHERE t.TABLE_SCHEMA = %s AND t.TABLE_NAME = %s",
+            [pad, *PAD_COLUMNS, spec.schema, spec.table],
+        )
+        return cur.fetchone()
+
+
+def _content(conn: pymysql.connections.Connection, spec: TableSpec) -> tuple[int, Any, Any]:
+    """(rows, lowest key, highest key). cf1 is counted over its custid index (a few bytes a
+    row: ~1,500 16k pages per million rows), cf2 over its rows: the scan table, which every
+    SCAN op reads whole anyway."""
+    index = "custid" if spec.indexed else "PRIMARY"
+    with conn.cursor() as cur:
+        cur.execute(
+            f"SELECT COUNT(*), MIN(custid), MAX(custid) FROM {spec.name} FORCE INDEX ({index})"
+        )
+        rows, low, high = cur.fetchone()
+    return int(rows), low, high
+
+
+def table_problems(
+    conn: pymysql.connections.Connection, spec: TableSpec, layout: RowLayout
+) -> list[str]:
+    """What makes a table unusable as the bookkeeping describes it (empty: valid), from the
+    catalog and a count of its rows: missing, its options or pad columns changed, fewer pages
+    than its rows need, no unique custid index, rows deleted or added, keys changed."""
+    facts = _catalog(conn, spec, layout.pad)
+    if facts is None:
+        return ["missing"]
+    row_format, options, data_length, custid_index, pad_columns = facts
+    found = []
+    if (why := storage_problem(row_format, options)) is not None:
+        found.append(why)
+    if pad_columns != len(PAD_COLUMNS):
+        found.append(f"pad columns changed ({pad_columns} of {len(PAD_COLUMNS)} as created)")
+    pages = int(data_length or 0) // layout.page_size
+    min_pages = spec.rows // layout.rows_per_page
+    if pages < min_pages:
+        found.append(f"{pages:,} pages for {spec.rows:,} rows (at least {min_pages:,})")
+    if spec.indexed and custid_index != 1:
+        return [*found, "no unique index on custid"]  # the count below would scan the table
+    rows, low, high = _content(conn, spec)
+    if rows != spec.rows:
+        found.append(f"{rows:,} rows, not {spec.rows:,}")
+    elif (low, high) != (1, spec.rows):
+        found.append(f"keys {low}..{high}, not 1..{spec.rows}")
+    return found
+
+
 # ---------------------------------------------------------------------------- loading
 
 
@@ -182,8 +265,8 @@ class DatasetLoader:
     def _why_invalid(
         conn: pymysql.connections.Connection, spec: TableSpec, meta: dict, layout: RowLayout
     ) -> str | None:
-        """Why a table cannot be used as it is (None: valid): the bookkeeping first, then
-        the table's own size and index from the catalog."""
+        """Why a table cannot be used as it is (None: valid): the bookkeeping first, then the
+        table itself (table_problems)."""
         wanted = {
             "n_rows": spec.rows,
             "seed": spec.seed,
@@ -195,26 +278,8 @@ class DatasetLoader:
         reason = tables.recorded_reason(meta, wanted)
         if reason is not None:
             return reason
-        with conn.cursor() as cur:
-            cur.execute(
-                "SELECT t.DATA_LENGTH,"
-                "  (SELECT COUNT(*) FROM information_schema.STATISTICS s"
-                "    WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA AND s.TABLE_NAME = t.TABLE_NAME"
-                "      AND s.INDEX_NAME = 'custid' AND s.NON_UNIQUE = 0)"
-                " FROM information_schema.TABLES t WHERE t.TABLE_SCHEMA = %s AND t.TABLE_NAME = %s",
-                [spec.schema, spec.table],
-            )
-            row = cur.fetchone()
-        if row is None:
-            return "missing"
-        data_length, custid_index = row
-        pages = int(data_length or 0) // layout.page_size
-        min_pages = spec.rows // layout.rows_per_page
-        if pages < min_pages:
-            return f"{pages:,} pages for {spec.rows:,} rows (at least {min_pages:,})"
-        if spec.indexed and custid_index != 1:
-            return "no unique index on custid"
-        return None
+        found = table_problems(conn, spec, layout)
+        return "; ".join(found) or None
 
     def plan(self, specs: list[TableSpec]) -> tables.Plan[TableSpec]:
         """Split the wanted tables into those to load (with the reason) and the valid ones."""

@@ -23,7 +23,13 @@ import pymysql
 
 from openslob.engines.base import Check
 from openslob.engines.mariadb.connection import ident
-from openslob.engines.mariadb.dataset import LAYOUT_VERSION, META_DB, META_TABLE, TableSpec
+from openslob.engines.mariadb.dataset import (
+    LAYOUT_VERSION,
+    META_DB,
+    META_TABLE,
+    TableSpec,
+    storage_problem,
+)
 from openslob.engines.mariadb.layout import RowLayout
 from openslob.engines.tables import correlation_limit
 
@@ -180,14 +186,14 @@ class TableVerifier:
             " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
             [spec.schema, spec.table],
         )
-        compressed = "compress" in (options or "").lower()
+        problem = storage_problem(row_format, options)
         return [
             Check(
                 spec.schema,
                 f"{spec.table} padding uncompressed",
-                f"{row_format}{', compressed' if compressed else ''}",
+                problem or row_format,
                 "Dynamic, no compression",
-                row_format == "Dynamic" and not compressed,
+                problem is None,
             )
         ]
 
