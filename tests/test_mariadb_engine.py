@@ -154,6 +154,20 @@ def test_one_call_for_two_seconds_with_20_pct_updates(
 
 
 @pytest.mark.parametrize("where", ["in the loop", "in the start barrier", "in think time"])
+def _wait_until_running(server: EmbeddedMariaDB, thread: int) -> None:
+    """Until the server shows the session's CALL running (its worker thread sent it: on a
+    loaded machine that can take longer than the test's first second)."""
+    deadline = time.monotonic() + 10
+    with pymysql.connect(**server.connect_kwargs()) as admin, admin.cursor() as cur:
+        while time.monotonic() < deadline:
+            cur.execute("SELECT INFO FROM information_schema.PROCESSLIST WHERE ID = %s", [thread])
+            row = cur.fetchone()
+            if row and row[0] and "slob_work" in row[0]:
+                return
+            time.sleep(0.05)
+    raise AssertionError("the CALL never started")
+
+
 def test_kill_query_ends_a_running_call_within_seconds(
     server: EmbeddedMariaDB, engine: MariaDBEngine, where: str
 ) -> None:
@@ -173,6 +187,7 @@ def test_kill_query_ends_a_running_call_within_seconds(
             call = asyncio.create_task(backend.call(session, conf))
             await asyncio.sleep(1)
             assert not call.done()
+            await asyncio.to_thread(_wait_until_running, server, session.pid)
             cancelled_at = time.monotonic()
             await backend.cancel(session)
             error = None
