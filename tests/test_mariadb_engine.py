@@ -153,7 +153,6 @@ def test_one_call_for_two_seconds_with_20_pct_updates(
     assert any("redo" in note for note in stats.notes(after))
 
 
-@pytest.mark.parametrize("where", ["in the loop", "in the start barrier", "in think time"])
 def _wait_until_running(server: EmbeddedMariaDB, thread: int) -> None:
     """Until the server shows the session's CALL running (its worker thread sent it: on a
     loaded machine that can take longer than the test's first second)."""
@@ -168,6 +167,7 @@ def _wait_until_running(server: EmbeddedMariaDB, thread: int) -> None:
     raise AssertionError("the CALL never started")
 
 
+@pytest.mark.parametrize("where", ["in the loop", "in the start barrier", "in think time"])
 def test_kill_query_ends_a_running_call_within_seconds(
     server: EmbeddedMariaDB, engine: MariaDBEngine, where: str
 ) -> None:
