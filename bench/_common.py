@@ -8,9 +8,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from openslob.benchmark import prepare
-from openslob.options import Config, resolve
-from openslob.servers.embedded import EmbeddedServer
+from openslob.config.options import Config, resolve
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.runner.execute import prepare
 
 
 def parser(description: str) -> argparse.ArgumentParser:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from _common import Bench, ints, parse_args, spread
 
-from openslob.benchmark import execute, prepare
-from openslob.host import server_cpu_seconds
+from openslob.host.counters import server_cpu_seconds
+from openslob.runner.execute import execute, prepare
 
 
 def cpu_seconds() -> float:

@@ -27,7 +27,7 @@ import psycopg
 from _common import Bench, ints, parse_args, spread
 
 from openslob.engines.postgres.workload import SESSION_SETTINGS, call_statement
-from openslob.run import loop_conf, session_schemas
+from openslob.runner.controller import loop_conf, session_schemas
 
 WORK_UNIT = 64
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from _common import Bench, ints, parse_args, spread
 
-from openslob.benchmark import run_benchmark
+from openslob.runner.execute import run_benchmark
 
 CPU_BOUND_PCT = 90  # user+sys of all CPUs: the CPUs are the limit
 # /proc/pressure/cpu "some": share of the time a runnable task waited for a CPU. Past this

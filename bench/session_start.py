@@ -14,7 +14,7 @@ from pathlib import Path
 
 from _common import Bench, ints, parse_args, spread
 
-from openslob.benchmark import run_benchmark
+from openslob.runner.execute import run_benchmark
 
 
 def main() -> None:

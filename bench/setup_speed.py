@@ -23,16 +23,16 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from openslob.benchmark import setup_dataset
+from openslob.config.options import BLOCK_SIZE, parse_size_bytes, resolve
 from openslob.engines.postgres.dataset import (
     PAD_COLUMNS,
     DatasetLoader,
     pad_expressions,
 )
 from openslob.engines.postgres.engine import PostgresEngine
-from openslob.options import BLOCK_SIZE, parse_size_bytes, resolve
-from openslob.servers.embedded import EmbeddedServer
-from openslob.targets import Target
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.runner.execute import setup_dataset
+from openslob.runner.targets import Target
 
 
 def slob_load(server: EmbeddedServer, rows: int, degree: int, seed: int) -> float:

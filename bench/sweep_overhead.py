@@ -15,7 +15,7 @@ from pathlib import Path
 
 from _common import Bench, parse_args, spread
 
-from openslob.sweep import plan_sweep, run_sweep
+from openslob.runner.sweep import plan_sweep, run_sweep
 
 
 def main() -> None:

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from openslob.cli import cli
-from openslob.servers.embedded import EmbeddedServer
-from openslob.servers.mariadb import EmbeddedMariaDB
+from openslob.engines.mariadb.server import EmbeddedMariaDB
+from openslob.engines.postgres.server import EmbeddedServer
 
 
 def make_base_dir(prefix: str) -> Path:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from openslob.analyze import (
+from openslob.analysis.awrinfo import (
     COLUMNS,
     analyze_rows,
     detect_degradation,
@@ -25,8 +25,8 @@ from openslob.analyze import (
     render_json,
     render_table,
 )
-from openslob.collect import RunRef, find_runs
-from openslob.results import load_run
+from openslob.results.build import load_run
+from openslob.results.collect import RunRef, find_runs
 
 RUNS = Path(__file__).parent / "data" / "runs"
 RO = RUNS / "20261122T053536Z-ro1"  # read-only, complete, select histogram only

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from openslob.servers.embedded import EmbeddedServer
+from openslob.engines.postgres.server import EmbeddedServer
 
 from .conftest import make_base_dir
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from openslob.benchmark import run_benchmark
-from openslob.calibrate import CalibrationError, parse_fio_json, require_fio
 from openslob.cli import cli
-from openslob.options import resolve
-from openslob.servers.embedded import EmbeddedServer
+from openslob.config.options import resolve
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.runner.calibrate import CalibrationError, parse_fio_json, require_fio
+from openslob.runner.execute import run_benchmark
 
 FIO_JSON = Path(__file__).parent / "data" / "fio" / "fio-3.33-randread-8k-4jobs.json"
 

@@ -20,9 +20,9 @@ import pytest
 from click.testing import Result
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from openslob.servers.embedded import EmbeddedServer
-from openslob.servers.mariadb import MARIADBD, EmbeddedMariaDB
-from openslob.targets import redact, scrub
+from openslob.engines.mariadb.server import MARIADBD, EmbeddedMariaDB
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.runner.targets import redact, scrub
 from tests.conftest import invoke, make_base_dir, private_mariadb, slob_subprocess
 
 SECRET = "MyS3cretPW"

@@ -20,10 +20,10 @@ import psycopg
 import pymysql
 import pytest
 
-from openslob.collect import find_runs
+from openslob.engines.mariadb.server import EmbeddedMariaDB
+from openslob.engines.postgres.server import EmbeddedServer
 from openslob.report.plots import petal_points
-from openslob.servers.embedded import EmbeddedServer
-from openslob.servers.mariadb import EmbeddedMariaDB
+from openslob.results.collect import find_runs
 from tests.conftest import invoke, make_base_dir, slob_subprocess
 
 TARGETS = {"postgresql": "embedded", "mariadb": "embedded-mariadb"}

@@ -169,9 +169,9 @@ def _oracle_dir(tmp_path: Path) -> Path:
 
 
 def test_oracle_directory_is_runs(tmp_path: Path) -> None:
-    from openslob.collect import find_runs
-    from openslob.errors import OpenslobError
+    from openslob.model.errors import OpenslobError
     from openslob.report.plots import petal_points
+    from openslob.results.collect import find_runs
 
     awr = _oracle_dir(tmp_path)
     errors: list[str] = []
@@ -217,8 +217,8 @@ def test_oracle_directory_from_the_cli(tmp_path: Path) -> None:
 
 def test_oracle_names_given_by_pattern(tmp_path: Path) -> None:
     """SLOB's runit.sh leaves awr.txt; a user's directories carry the values instead."""
-    from openslob.collect import find_runs
     from openslob.oracle.model import name_pattern
+    from openslob.results.collect import find_runs
     from tests.test_oracle import SYNTHETIC_ACTIVITY
 
     awr11 = (ORACLE / "awr_11.2.0.1_orcl_swingbench.txt").read_text() + SYNTHETIC_ACTIVITY

@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from openslob import host
+from openslob.host import counters as host_counters
+from openslob.host import devices as host_devices
+from openslob.host import procfs as host_procfs
+from openslob.host import snapshot as host_snapshot
 
 # Real lines from this machine's /proc/diskstats, a few seconds apart (kernel 6.18: 17 fields,
 # discards and flushes included), plus a loop device and an old 14-field kernel line.
@@ -83,7 +86,7 @@ PID_STAT_EVIL = (
 
 
 def test_parse_diskstats_fields() -> None:
-    disks = host.parse_diskstats(DISKSTATS_BEFORE)
+    disks = host_counters.parse_diskstats(DISKSTATS_BEFORE)
     assert set(disks) == {"loop0", "vda", "zram0", "sda"}
     vda = disks["vda"]
     assert (vda.reads, vda.reads_merged, vda.sectors_read, vda.read_ms) == (
@@ -101,9 +104,9 @@ def test_parse_diskstats_fields() -> None:
 
 
 def test_disk_delta_hand_computed() -> None:
-    before = host.parse_diskstats(DISKSTATS_BEFORE)["vda"]
-    after = host.parse_diskstats(DISKSTATS_AFTER)["vda"]
-    rates = host.disk_delta(before, after, 2.0)
+    before = host_counters.parse_diskstats(DISKSTATS_BEFORE)["vda"]
+    after = host_counters.parse_diskstats(DISKSTATS_AFTER)["vda"]
+    rates = host_counters.disk_delta(before, after, 2.0)
     # 96 reads, 3696 sectors, 40 ms; 3 writes, 32 sectors, 0 ms; 12 ms busy, 41 ms in queue
     assert rates.reads_per_s == 48.0
     assert rates.writes_per_s == 1.5
@@ -120,8 +123,8 @@ def test_disk_delta_hand_computed() -> None:
 
 
 def test_latency_is_none_without_ops() -> None:
-    loop = host.parse_diskstats(DISKSTATS_BEFORE)["loop0"]
-    rates = host.disk_delta(loop, loop, 1.0)
+    loop = host_counters.parse_diskstats(DISKSTATS_BEFORE)["loop0"]
+    rates = host_counters.disk_delta(loop, loop, 1.0)
     assert rates.reads_per_s == 0.0 and rates.writes_per_s == 0.0
     assert rates.read_latency_us is None and rates.write_latency_us is None
     assert rates.avg_read_kb is None and rates.avg_write_kb is None
@@ -129,15 +132,19 @@ def test_latency_is_none_without_ops() -> None:
 
 
 def test_flushes_none_on_old_kernel() -> None:
-    before = host.parse_diskstats(DISKSTATS_BEFORE)["sda"]
-    after = host.parse_diskstats(DISKSTATS_AFTER)["sda"]
-    rates = host.disk_delta(before, after, 1.0)
+    before = host_counters.parse_diskstats(DISKSTATS_BEFORE)["sda"]
+    after = host_counters.parse_diskstats(DISKSTATS_AFTER)["sda"]
+    rates = host_counters.disk_delta(before, after, 1.0)
     assert rates.flushes_per_s is None and rates.flush_latency_us is None
     assert rates.read_latency_us == pytest.approx(100 * 1000 / 100)
 
 
-def _counters(reads: int, read_ms: int, io_ms: int = 0, weighted_ms: int = 0) -> host.DiskCounters:
-    return host.DiskCounters(reads, 0, reads * 16, read_ms, 0, 0, 0, 0, 0, io_ms, weighted_ms)
+def _counters(
+    reads: int, read_ms: int, io_ms: int = 0, weighted_ms: int = 0
+) -> host_counters.DiskCounters:
+    return host_counters.DiskCounters(
+        reads, 0, reads * 16, read_ms, 0, 0, 0, 0, 0, io_ms, weighted_ms
+    )
 
 
 def test_multi_device_latency_is_weighted_by_ops() -> None:
@@ -149,37 +156,37 @@ def test_multi_device_latency_is_weighted_by_ops() -> None:
         "b": _counters(900, 90, io_ms=300, weighted_ms=90),
         "c": _counters(5, 5000),
     }
-    rates = host.sum_disk_delta(before, after, 1.0, ["a", "b"])
+    rates = host_counters.sum_disk_delta(before, after, 1.0, ["a", "b"])
     assert rates is not None
     assert rates.reads_per_s == 1000.0
     assert rates.read_latency_us == pytest.approx(190.0)  # 190 ms / 1000 reads, not 550
     assert rates.util_pct == pytest.approx(50.0)  # the busiest device
     assert rates.avg_queue == pytest.approx(0.19)
-    assert host.sum_disk_delta(before, after, 1.0, ["missing"]) is None
+    assert host_counters.sum_disk_delta(before, after, 1.0, ["missing"]) is None
 
 
 def test_counter_wrap_and_reset() -> None:
-    assert host.counter_delta(2**32 - 6, 5) == 11  # a 32-bit ms field wrapped
-    assert host.counter_delta(2**40, 10) == 10  # a 64-bit counter went back: device reset
+    assert host_counters.counter_delta(2**32 - 6, 5) == 11  # a 32-bit ms field wrapped
+    assert host_counters.counter_delta(2**40, 10) == 10  # a 64-bit counter went back: device reset
     before = _counters(10, 2**32 - 1000)
     after = _counters(20, 1000)
-    rates = host.disk_delta(before, after, 1.0)
+    rates = host_counters.disk_delta(before, after, 1.0)
     assert rates.read_latency_us == pytest.approx(2000 * 1000 / 10)
 
 
 def test_disk_delta_rejects_empty_window() -> None:
     zero = _counters(0, 0)
     with pytest.raises(ValueError):
-        host.disk_delta(zero, zero, 0.0)
+        host_counters.disk_delta(zero, zero, 0.0)
 
 
 def test_parse_proc_stat_and_cpu_delta() -> None:
-    before = host.parse_proc_stat(PROC_STAT_BEFORE)
-    after = host.parse_proc_stat(PROC_STAT_AFTER)
+    before = host_counters.parse_proc_stat(PROC_STAT_BEFORE)
+    after = host_counters.parse_proc_stat(PROC_STAT_AFTER)
     assert before.cpus == 2
     assert before.cpu.user == 10768 and before.cpu.system == 23046 and before.cpu.steal == 14
     assert before.ctxt == 4672367 and before.procs_running == 4
-    rates = host.cpu_delta(before, after, seconds=5.0)
+    rates = host_counters.cpu_delta(before, after, seconds=5.0)
     assert rates.user_pct == pytest.approx(10.0)
     assert rates.sys_pct == pytest.approx(6.0)  # system 50 + softirq 10
     assert rates.iowait_pct == pytest.approx(4.0)
@@ -191,34 +198,37 @@ def test_parse_proc_stat_and_cpu_delta() -> None:
 
 
 def test_cpu_delta_unmeasurable() -> None:
-    stat = host.parse_proc_stat(PROC_STAT_BEFORE)
-    rates = host.cpu_delta(stat, stat)
+    stat = host_counters.parse_proc_stat(PROC_STAT_BEFORE)
+    rates = host_counters.cpu_delta(stat, stat)
     assert rates.busy_pct is None and rates.idle_pct is None
     assert rates.context_switches_per_s is None
-    old = host.parse_proc_stat("cpu  1 2 3 4 5 6 7\ncpu0 1 2 3 4 5 6 7\n")
+    old = host_counters.parse_proc_stat("cpu  1 2 3 4 5 6 7\ncpu0 1 2 3 4 5 6 7\n")
     assert old.cpu.steal is None
-    assert host.cpu_delta(old, old).steal_pct is None
+    assert host_counters.cpu_delta(old, old).steal_pct is None
     with pytest.raises(ValueError):
-        host.parse_proc_stat("ctxt 1\n")
+        host_counters.parse_proc_stat("ctxt 1\n")
 
 
 def test_pressure_parse_and_delta() -> None:
-    io = host.parse_pressure(PSI_IO_BEFORE)
-    assert io["some"] == host.PressureLine(0.37, 5.02, 7.06, 46491254)
+    io = host_counters.parse_pressure(PSI_IO_BEFORE)
+    assert io["some"] == host_counters.PressureLine(0.37, 5.02, 7.06, 46491254)
     assert io["full"].total_us == 40983198
-    before = {"io": io, "cpu": host.parse_pressure(PSI_CPU)}
-    after = {"io": host.parse_pressure(PSI_IO_AFTER), "cpu": host.parse_pressure(PSI_CPU)}
-    psi = host.pressure_delta(before, after, 5.0)
+    before = {"io": io, "cpu": host_counters.parse_pressure(PSI_CPU)}
+    after = {
+        "io": host_counters.parse_pressure(PSI_IO_AFTER),
+        "cpu": host_counters.parse_pressure(PSI_CPU),
+    }
+    psi = host_counters.pressure_delta(before, after, 5.0)
     assert psi is not None
     assert psi["io"]["some"] == pytest.approx(5.0)  # 250,000 µs of 5 s
     assert psi["io"]["full"] == pytest.approx(2.0)
     assert psi["cpu"]["some"] == 0.0
     assert psi["memory"] == {"some": None, "full": None}  # not read: unmeasured, not 0
-    assert host.pressure_delta(None, after, 5.0) is None
+    assert host_counters.pressure_delta(None, after, 5.0) is None
 
 
 def test_parse_pid_stat_comm_with_parentheses() -> None:
-    st = host.parse_pid_stat(PID_STAT_EVIL)
+    st = host_counters.parse_pid_stat(PID_STAT_EVIL)
     assert st.pid == 10452
     assert st.comm == "evil) R 1 2 (x y"
     assert (st.state, st.ppid) == ("S", 10431)
@@ -230,30 +240,32 @@ def test_parse_mountinfo_escapes() -> None:
         "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n"
         "36 35 98:0 /mnt1 /mnt\\040with\\040space rw shared:1 - ext3 /dev/root rw\n"
     )
-    assert host.parse_mountinfo(text) == [
+    assert host_devices.parse_mountinfo(text) == [
         ("/", "ext4", "/dev/vda"),
         ("/mnt with space", "ext3", "/dev/root"),
     ]
 
 
 def test_parse_meminfo_os_release_cpu_model() -> None:
-    mem = host.parse_meminfo("MemTotal:       24684092 kB\nHugePages_Total:       0\n")
+    mem = host_snapshot.parse_meminfo("MemTotal:       24684092 kB\nHugePages_Total:       0\n")
     assert mem == {"MemTotal": 24684092 * 1024, "HugePages_Total": 0}
-    osr = host.parse_os_release('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\n')
+    osr = host_snapshot.parse_os_release(
+        'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\n'
+    )
     assert osr["PRETTY_NAME"] == "Debian GNU/Linux 12 (bookworm)" and osr["ID"] == "debian"
-    assert host.parse_cpu_model("processor\t: 0\nmodel name\t: AMD EPYC\n") == "AMD EPYC"
-    assert host.parse_cpu_model("processor\t: 0\n") is None
+    assert host_snapshot.parse_cpu_model("processor\t: 0\nmodel name\t: AMD EPYC\n") == "AMD EPYC"
+    assert host_snapshot.parse_cpu_model("processor\t: 0\n") is None
 
 
 def test_snapshot_from_text_and_host_delta() -> None:
-    before = host.snapshot_from_text(
+    before = host_snapshot.snapshot_from_text(
         100.0, "t0", ["vda"], DISKSTATS_BEFORE, PROC_STAT_BEFORE, {"io": PSI_IO_BEFORE}, 10.0
     )
-    after = host.snapshot_from_text(
+    after = host_snapshot.snapshot_from_text(
         102.0, "t1", ["vda"], DISKSTATS_AFTER, PROC_STAT_AFTER, {"io": PSI_IO_AFTER}, 11.5
     )
     assert set(before.disks) == {"vda"}
-    m = host.host_delta(before, after)
+    m = host_snapshot.host_delta(before, after)
     assert m["device_reads_per_s"] == 48.0
     assert m["device_read_latency_us"] == pytest.approx(40 * 1000 / 96)
     assert m["cpu_user_pct"] == pytest.approx(10.0)
@@ -265,16 +277,18 @@ def test_snapshot_from_text_and_host_delta() -> None:
 
 
 def test_host_delta_unmeasurable_is_none() -> None:
-    before = host.snapshot_from_text(0.0, "t0", [], DISKSTATS_BEFORE, PROC_STAT_BEFORE, None)
-    after = host.snapshot_from_text(1.0, "t1", [], DISKSTATS_AFTER, PROC_STAT_AFTER, None)
-    m = host.host_delta(before, after)
+    before = host_snapshot.snapshot_from_text(
+        0.0, "t0", [], DISKSTATS_BEFORE, PROC_STAT_BEFORE, None
+    )
+    after = host_snapshot.snapshot_from_text(1.0, "t1", [], DISKSTATS_AFTER, PROC_STAT_AFTER, None)
+    m = host_snapshot.host_delta(before, after)
     device_keys = [k for k in m if k.startswith("device_")]
     assert device_keys and all(m[k] is None for k in device_keys)
     assert m["server_cpu_seconds"] is None and m["server_cpu_pct"] is None
     assert all(m[k] is None for k in m if k.startswith("psi_"))
     assert m["cpu_busy_pct"] == pytest.approx(16.0)
     with pytest.raises(ValueError):
-        host.host_delta(after, before)
+        host_snapshot.host_delta(after, before)
 
 
 # ----------------------------------------------------------------------------- this machine
@@ -288,7 +302,7 @@ def var_tmp_dir() -> Iterator[Path]:
 
 
 def _devices_or_skip(path: Path) -> list[str]:
-    names = host.devices_for_path(path)
+    names = host_devices.devices_for_path(path)
     if not names:
         pytest.skip(f"{path} is not on a block device here")
     return names
@@ -296,9 +310,9 @@ def _devices_or_skip(path: Path) -> list[str]:
 
 def test_devices_for_path_are_in_diskstats(var_tmp_dir: Path) -> None:
     names = _devices_or_skip(var_tmp_dir)
-    known = host.read_diskstats().devices
+    known = host_counters.read_diskstats().devices
     assert all(n in known for n in names)
-    for info in host.describe_devices(names):
+    for info in host_devices.describe_devices(names):
         assert info["name"] in names
         assert info["size_bytes"] and info["size_bytes"] > 0
         assert info["logical_block_size"] in (512, 1024, 2048, 4096)
@@ -307,8 +321,8 @@ def test_devices_for_path_are_in_diskstats(var_tmp_dir: Path) -> None:
 
 
 def test_devices_for_path_on_pseudo_file_systems() -> None:
-    assert host.devices_for_path("/proc") == []
-    assert host.devices_for_path("/sys") == []
+    assert host_devices.devices_for_path("/proc") == []
+    assert host_devices.devices_for_path("/sys") == []
 
 
 def _write_32_mib(path: Path) -> int:
@@ -333,14 +347,14 @@ def _write_32_mib(path: Path) -> int:
 
 def test_written_bytes_show_in_device_counters(var_tmp_dir: Path) -> None:
     names = _devices_or_skip(var_tmp_dir)
-    before = host.take_snapshot(names)
+    before = host_snapshot.take_snapshot(names)
     written = _write_32_mib(var_tmp_dir / "data")
-    after = host.take_snapshot(names)
+    after = host_snapshot.take_snapshot(names)
     writes = sum(after.disks[n].writes - before.disks[n].writes for n in names)
     sectors = sum(after.disks[n].sectors_written - before.disks[n].sectors_written for n in names)
     assert writes >= 1
-    assert sectors * host.SECTOR_BYTES >= written
-    m = host.host_delta(before, after)
+    assert sectors * host_procfs.SECTOR_BYTES >= written
+    m = host_snapshot.host_delta(before, after)
     seconds = after.monotonic - before.monotonic
     assert m["device_write_mb_per_s"] >= written / 2**20 / seconds * 0.999
     assert m["device_write_latency_us"] is not None and m["device_write_latency_us"] >= 0
@@ -366,68 +380,68 @@ def test_busy_child_shows_in_process_and_host_cpu() -> None:
     assert child.stdin is not None and child.stdout is not None
     try:
         assert child.stdout.readline() == "ready\n"
-        assert child.pid in host.children_of(os.getpid())
-        before = host.take_snapshot([])
-        cpu_before = host.process_cpu_seconds([child.pid])
+        assert child.pid in host_counters.children_of(os.getpid())
+        before = host_snapshot.take_snapshot([])
+        cpu_before = host_counters.process_cpu_seconds([child.pid])
         child.stdin.write("go\n")
         child.stdin.flush()
         assert child.stdout.readline() == "done\n"
-        cpu_after = host.process_cpu_seconds([child.pid])
-        after = host.take_snapshot([])
+        cpu_after = host_counters.process_cpu_seconds([child.pid])
+        after = host_snapshot.take_snapshot([])
     finally:
         child.stdin.close()
         child.wait(timeout=10)
     # 0.3 s of CPU (process_time, so contention cannot shrink it), counted in clock ticks
     assert cpu_after - cpu_before >= 0.2
-    rates = host.cpu_delta(before.proc_stat, after.proc_stat)
+    rates = host_counters.cpu_delta(before.proc_stat, after.proc_stat)
     seconds = after.monotonic - before.monotonic
     assert rates.busy_pct is not None
     assert rates.busy_pct >= 0.2 / (seconds * rates.cpus) * 100
-    assert host.process_cpu_seconds([child.pid]) == 0.0  # gone: skipped, no error
+    assert host_counters.process_cpu_seconds([child.pid]) == 0.0  # gone: skipped, no error
 
 
 def test_reaped_children_count_in_server_cpu() -> None:
     me = os.getpid()
-    tree_before = host.server_cpu_seconds(me)
+    tree_before = host_counters.server_cpu_seconds(me)
     assert tree_before is not None
     code = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
     subprocess.run([sys.executable, "-c", code], check=True)  # exits and is waited for
-    tree_after = host.server_cpu_seconds(me)
+    tree_after = host_counters.server_cpu_seconds(me)
     assert tree_after is not None and tree_after - tree_before >= 0.2
-    assert me in host.process_tree(me)
+    assert me in host_counters.process_tree(me)
 
 
 def test_missing_process() -> None:
     pid = 2**22 + 1  # above the kernel's pid_max limit: can never exist
-    assert host.read_pid_stat(pid) is None
-    assert host.process_tree(pid) == []
-    assert host.server_cpu_seconds(pid) is None
-    assert host.process_cpu_seconds([pid]) == 0.0
+    assert host_counters.read_pid_stat(pid) is None
+    assert host_counters.process_tree(pid) == []
+    assert host_counters.server_cpu_seconds(pid) is None
+    assert host_counters.process_cpu_seconds([pid]) == 0.0
 
 
 def test_take_snapshot_real(var_tmp_dir: Path) -> None:
-    names = host.devices_for_path(var_tmp_dir)
-    snap = host.take_snapshot(names, server_pid=os.getpid())
+    names = host_devices.devices_for_path(var_tmp_dir)
+    snap = host_snapshot.take_snapshot(names, server_pid=os.getpid())
     assert set(snap.disks) == set(names)
     assert datetime.fromisoformat(snap.wall_time).tzinfo == UTC
     assert snap.server_cpu_seconds is not None and snap.server_cpu_seconds > 0
     assert snap.proc_stat.cpus >= 1
     time.sleep(0.05)
-    later = host.take_snapshot(names, server_pid=os.getpid())
-    m = host.host_delta(snap, later)
+    later = host_snapshot.take_snapshot(names, server_pid=os.getpid())
+    m = host_snapshot.host_delta(snap, later)
     assert m["server_cpu_seconds"] is not None and m["server_cpu_seconds"] >= 0
     if snap.pressure is None:
         assert m["psi_io_some_pct"] is None
     else:
         assert 0 <= m["psi_io_some_pct"] <= 100
-    no_psi = host.host_delta(
+    no_psi = host_snapshot.host_delta(
         dataclasses.replace(snap, pressure=None), dataclasses.replace(later, pressure=None)
     )
     assert no_psi["psi_io_some_pct"] is None and no_psi["psi_memory_some_pct"] is None
 
 
 def test_read_pressure_real() -> None:
-    psi = host.read_pressure()
+    psi = host_counters.read_pressure()
     if not Path("/proc/pressure").exists():
         assert psi is None
         return
@@ -436,13 +450,13 @@ def test_read_pressure_real() -> None:
 
 
 def test_host_info_real(var_tmp_dir: Path) -> None:
-    info = host.host_info(var_tmp_dir)
+    info = host_snapshot.host_info(var_tmp_dir)
     assert info["hostname"]
     assert info["cpus"] >= 1
     assert info["memory_bytes"] > 0
     assert info["kernel"] == os.uname().release
     assert isinstance(info["devices"], list)
-    assert [d["name"] for d in info["devices"]] == host.devices_for_path(var_tmp_dir)
+    assert [d["name"] for d in info["devices"]] == host_devices.devices_for_path(var_tmp_dir)
 
 
 MOUNTINFO = """\
@@ -470,6 +484,6 @@ DISKSTATS = """\
     ],
 )
 def test_devices_from_another_hosts_proc(path: str, devices: list[str]) -> None:
-    from openslob.host import devices_from_texts
+    from openslob.host.devices import devices_from_texts
 
     assert devices_from_texts(path, MOUNTINFO, DISKSTATS) == devices

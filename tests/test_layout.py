@@ -18,12 +18,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from openslob.benchmark import run_benchmark
+from openslob.config.options import resolve
 from openslob.engines.postgres.layout import max_pages
-from openslob.options import resolve
-from openslob.results import load_run
-from openslob.servers.embedded import EmbeddedServer
-from openslob.sweep import plan_sweep, run_sweep
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.results.build import load_run
+from openslob.runner.execute import run_benchmark
+from openslob.runner.sweep import plan_sweep, run_sweep
 
 # Its own seed and size: other modules' data sets are reloaded by their own fixtures. Two
 # schemas of 62.5 MB, far above shared_buffers (22 MB): pages are read from the device and

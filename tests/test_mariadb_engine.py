@@ -9,14 +9,14 @@ from collections.abc import Iterator
 import pymysql
 import pytest
 
+from openslob.config.options import Config, resolve
 from openslob.engines.mariadb import stats
 from openslob.engines.mariadb.engine import MariaDBEngine
 from openslob.engines.mariadb.layout import layout_for
 from openslob.engines.mariadb.runner import QUERY_INTERRUPTED, MariaDBRunBackend
-from openslob.histogram import SLOTS, Histogram, bucket_index
-from openslob.options import Config, resolve
-from openslob.run import loop_conf
-from openslob.servers.mariadb import MARIADBD, EmbeddedMariaDB
+from openslob.engines.mariadb.server import MARIADBD, EmbeddedMariaDB
+from openslob.model.histogram import SLOTS, Histogram, bucket_index
+from openslob.runner.controller import loop_conf
 from tests.conftest import invoke, private_mariadb
 
 pytestmark = pytest.mark.skipif(not MARIADBD.exists(), reason="mariadb-server not installed")

@@ -12,12 +12,17 @@ from pathlib import Path
 import pymysql
 import pytest
 
+from openslob.config.options import resolve
+from openslob.engines.mariadb import server as mariadb_server
 from openslob.engines.mariadb.engine import MariaDBEngine
 from openslob.engines.mariadb.layout import layout_for
-from openslob.errors import ConfigError, ServerError
-from openslob.options import resolve
-from openslob.servers import mariadb as mariadb_server
-from openslob.servers.mariadb import MARIADBD, EmbeddedMariaDB, parse_page_size, pio_buffer_pool_mb
+from openslob.engines.mariadb.server import (
+    MARIADBD,
+    EmbeddedMariaDB,
+    parse_page_size,
+    pio_buffer_pool_mb,
+)
+from openslob.model.errors import ConfigError, ServerError
 from tests.conftest import make_base_dir
 
 pytestmark = pytest.mark.skipif(not MARIADBD.exists(), reason="mariadb-server not installed")

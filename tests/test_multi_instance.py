@@ -18,8 +18,8 @@ from urllib.parse import parse_qs, unquote, urlparse
 import psycopg
 import pytest
 
-from openslob import combine
-from openslob.servers.embedded import EmbeddedServer
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.model import combine
 from tests.conftest import invoke, make_base_dir
 
 SCALE = 3000  # rows per schema: small, the point is placement and accounting

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from openslob.servers.fsperm import ensure_service_user
+from openslob.engines.common.fsperm import ensure_service_user
 
 from .conftest import make_base_dir
 

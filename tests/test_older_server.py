@@ -18,13 +18,13 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from openslob.benchmark import run_benchmark
 from openslob.cli import cli
+from openslob.config.options import resolve
+from openslob.engines.common import fsperm
 from openslob.engines.postgres.runner import PostgresRunBackend
-from openslob.options import resolve
+from openslob.engines.postgres.server import SERVICE_USER
 from openslob.report.text import render_text
-from openslob.servers import fsperm
-from openslob.servers.embedded import SERVICE_USER
+from openslob.runner.execute import run_benchmark
 
 from .conftest import make_base_dir
 

@@ -10,8 +10,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from openslob.errors import ConfigError
-from openslob.options import (
+from openslob.config.options import (
     BLOCK_SIZE,
     OPTIONS,
     OPTIONS_BY_NAME,
@@ -27,6 +26,7 @@ from openslob.options import (
     read_slob_conf,
     resolve,
 )
+from openslob.model.errors import ConfigError
 
 FIXTURE = Path(__file__).parent / "data" / "slob.conf"
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from openslob.collect import find_runs
 from openslob.oracle import awr_rows, parse_report
 from openslob.oracle.awrinfo import bc_trunc1, natural, printf_round, trunc
 from openslob.oracle.idle import is_idle
 from openslob.oracle.model import label, name_params
 from openslob.oracle.text import printed_error
+from openslob.results.collect import find_runs
 
 DATA = Path(__file__).parent / "data" / "oracle"
 KIT11 = DATA / "slob11g" / "awr.txt.32"

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from openslob.cli import cli
-from openslob.collect import find_runs
 from openslob.oracle import awr_rows, combine, parse_report, to_run
 from openslob.oracle.model import label
+from openslob.results.collect import find_runs
 
 DATA = Path(__file__).parent / "data" / "oracle"
 GLOBAL = DATA / "rac19c" / "awr_rac.txt"

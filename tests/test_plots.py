@@ -13,9 +13,9 @@ import pytest
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from openslob.collect import RunRef, find_runs
-from openslob.histogram import Histogram
+from openslob.model.histogram import Histogram
 from openslob.report import plots
+from openslob.results.collect import RunRef, find_runs
 
 PCTS = (0, 10, 20, 30)
 SESSIONS = (1, 2, 4, 8)

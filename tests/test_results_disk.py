@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from openslob.servers.embedded import EmbeddedServer
+from openslob.engines.postgres.server import EmbeddedServer
 from tests.conftest import invoke, slob_subprocess
 
 LIMIT = 64 * 1024

@@ -13,11 +13,11 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from openslob.benchmark import run_benchmark
 from openslob.cli import cli
-from openslob.options import resolve
-from openslob.results import load_run
-from openslob.servers.embedded import EmbeddedServer
+from openslob.config.options import resolve
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.results.build import load_run
+from openslob.runner.execute import run_benchmark
 
 from .conftest import make_base_dir, slob_subprocess
 
@@ -301,13 +301,13 @@ def test_device_reads_agree_with_database_reads_under_pio(dataset, tmp_path) -> 
 def test_host_counters_through_the_database(dataset, tmp_path, monkeypatch) -> None:
     """The remote-host path (pg_read_file of the server host's /proc), forced on a local
     server so both readings can be compared: same devices, same agreement with the DB."""
-    from openslob import host
+    from openslob.host import devices as host_devices
 
     monkeypatch.setenv("SLOB_HOST_COUNTERS", "database")
     _, result = run(dataset, tmp_path, UPDATE_PCT=0, RUN_TIME=3, SESSIONS=4)
     metrics, info = result["metrics"], result["host"]
     assert info["read_through"] == "database (pg_read_file)"
-    local = host.devices_for_path(str(dataset.pgdata))
+    local = host_devices.devices_for_path(str(dataset.pgdata))
     assert [d["name"] for d in info["devices"]] == local and local
     assert info["cpus"] == os.cpu_count() and info["memory_bytes"] > 0
     assert metrics["device_reads_per_s"] == pytest.approx(metrics["pio_reads_per_s"], rel=0.10)
@@ -319,7 +319,7 @@ def test_host_counters_through_the_database(dataset, tmp_path, monkeypatch) -> N
 
 
 def _timeseries(tmp_path: Path) -> list[dict[str, str]]:
-    from openslob.analyze import load_timeseries
+    from openslob.analysis.awrinfo import load_timeseries
 
     (run_dir,) = (tmp_path / "results").iterdir()
     return [r for r in load_timeseries(run_dir) if r["phase"] == "window"]

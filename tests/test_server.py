@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from openslob.cli import cli
-from openslob.errors import ServerError
-from openslob.options import BLOCK_SIZE, resolve
-from openslob.servers.embedded import SERVICE_USER, EmbeddedServer, wheel_install_dir
+from openslob.config.options import BLOCK_SIZE, resolve
+from openslob.engines.postgres.server import SERVICE_USER, EmbeddedServer, wheel_install_dir
+from openslob.model.errors import ServerError
 
 from .conftest import make_base_dir
 

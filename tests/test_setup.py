@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from openslob.engines.postgres.dataset import PAD_CHARS, PAD_COLUMNS
-from openslob.servers.embedded import EmbeddedServer
+from openslob.engines.postgres.server import EmbeddedServer
 
 from .conftest import slob_subprocess
 

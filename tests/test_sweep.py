@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from openslob.cli import cli
-from openslob.collect import find_runs
-from openslob.errors import ConfigError
-from openslob.servers.embedded import EmbeddedServer
-from openslob.sweep import plan_sweep
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.model.errors import ConfigError
+from openslob.results.collect import find_runs
+from openslob.runner.sweep import plan_sweep
 
 from .conftest import slob_subprocess
 

@@ -24,12 +24,12 @@ from rich.progress import (
 from rich.table import Table
 
 from openslob import __version__
-from openslob.engines.base import Engine, SetupResult, VerifyResult
-from openslob.errors import OpenslobError, Terminated, one_line, raise_terminated
-from openslob.options import Config, add_options, config_from_click
-from openslob.servers.embedded import EmbeddedServer
-from openslob.servers.profiles import PROFILES
-from openslob.targets import (
+from openslob.config.options import Config, add_options, config_from_click
+from openslob.engines.api import Engine, SetupResult, VerifyResult
+from openslob.engines.postgres.profiles import PROFILES
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.model.errors import OpenslobError, Terminated, one_line, raise_terminated
+from openslob.runner.targets import (
     EMBEDDED,
     EMBEDDED_MARIADB,
     Target,
@@ -245,7 +245,7 @@ def server_stop(force: bool, engine: str, page_size: str, data_dir: Path | None)
     Example:
       slob server stop
     """
-    from openslob.benchmark import refuse_while_in_use
+    from openslob.runner.execute import refuse_while_in_use
 
     if not force:
         refuse_while_in_use(_private_target(engine, page_size, data_dir), "stopping it")
@@ -292,7 +292,7 @@ def server_destroy(
     Example:
       slob server destroy --yes
     """
-    from openslob.benchmark import refuse_while_in_use
+    from openslob.runner.execute import refuse_while_in_use
 
     if not force:
         refuse_while_in_use(_private_target(engine, page_size, data_dir), "destroying it")
@@ -357,7 +357,7 @@ def setup(targets: tuple[str, ...], data_dir: Path | None, **params: Any) -> Non
       slob setup --schemas 8 --scale 1G
       slob setup --conf ~/SLOB/slob.conf --load-parallel-degree 4
     """
-    from openslob.benchmark import hold_dataset, parallel, setup_dataset
+    from openslob.runner.execute import hold_dataset, parallel, setup_dataset
 
     config = config_from_click(params, "setup")  # validates before anything is touched
     _print_config_messages(config)
@@ -553,7 +553,7 @@ def destroy(yes: bool, targets: tuple[str, ...], data_dir: Path | None) -> None:
     Example:
       slob destroy --yes
     """
-    from openslob.benchmark import hold_dataset
+    from openslob.runner.execute import hold_dataset
 
     engines = _engines_for(targets, {}, data_dir)
     for engine, resolved in engines:
@@ -614,8 +614,8 @@ def run(
       slob run --sessions 16 --update-pct 0 --label readonly
       slob run --conf ~/SLOB/slob.conf --schemas 8 --threads-per-schema 2
     """
-    from openslob.benchmark import run_benchmark
-    from openslob.results import NotSaved, check_results_place
+    from openslob.results.build import NotSaved, check_results_place
+    from openslob.runner.execute import run_benchmark
 
     config = config_from_click(params, "run")
     target_strings(targets, config)  # a bad combination fails here, before anything else
@@ -726,8 +726,8 @@ def sweep(
       slob sweep --sessions 1,2,4,8 --update-pct 0,10,20,30 --run-time 60 --label ssd
       slob sweep --sessions 4,16,64 --work-unit 16,64 --update-pct 0 --label wu
     """
-    from openslob import sweep as harness
-    from openslob.results import check_results_place
+    from openslob.results.build import check_results_place
+    from openslob.runner import sweep as harness
 
     conf = params.pop("conf", None)
     flags = {name: params.pop(option.param) for name, option in _sweep_options().items()}
@@ -789,7 +789,7 @@ def sweep(
 
 
 def _sweep_options() -> dict[str, Any]:
-    from openslob.options import options_for
+    from openslob.config.options import options_for
 
     return {option.name: option for option in options_for("sweep")}
 
@@ -811,14 +811,14 @@ def _point_line(entry: dict[str, Any], result: dict[str, Any] | None) -> str:
 
 def _finish_sweep(path: Path, plots: bool) -> None:
     """sweep.csv from the complete points and, when asked, the petal plots."""
-    from openslob.collect import find_runs
+    from openslob.results.collect import find_runs
 
     try:
         refs = find_runs([path])
     except OpenslobError:
         return
-    from openslob.analyze import analyze_rows, render_csv
-    from openslob.results import write_atomic
+    from openslob.analysis.awrinfo import analyze_rows, render_csv
+    from openslob.results.build import write_atomic
 
     write_atomic(path / "sweep.csv", render_csv(analyze_rows(refs)))
     if plots:
@@ -869,7 +869,7 @@ def calibrate(
       slob calibrate --sessions 8 --run-time 60
       slob calibrate --calibrate-dir /u02/pgdata/openslob --json
     """
-    from openslob.calibrate import run_fio
+    from openslob.runner.calibrate import run_fio
 
     directory = calibrate_dir or EmbeddedServer(data_dir).data_dir / "calibrate"
     result = run_fio(directory, sessions, run_time, size)
@@ -1000,8 +1000,8 @@ def analyze(
     """
     from dataclasses import asdict
 
-    from openslob import analyze as an
-    from openslob.collect import oracle_reports
+    from openslob.analysis import awrinfo as an
+    from openslob.results.collect import oracle_reports
 
     refs = _find_runs_noting(list(paths), oracle_names)
     oracle = oracle_reports(refs)
@@ -1056,7 +1056,7 @@ def _find_runs_noting(
 ) -> list[Any]:
     """Runs under the paths; an Oracle report that cannot be read (fully) is named on stderr
     with the section at fault, not fatal; the lines are also added to `problems`."""
-    from openslob.collect import find_runs
+    from openslob.results.collect import find_runs
 
     problems = [] if problems is None else problems
     refs = find_runs(paths, problems, oracle_names)
@@ -1067,7 +1067,7 @@ def _find_runs_noting(
 
 def _analyze_oracle(reports: list[Any], as_csv: bool, as_json: bool, events: bool) -> None:
     """awr_info's columns (or flashdba's event table) over Oracle text reports."""
-    from openslob import analyze as an
+    from openslob.analysis import awrinfo as an
     from openslob.oracle import awr_rows, event_rows
 
     rows = event_rows(reports) if events else awr_rows(reports)
@@ -1132,7 +1132,7 @@ def plot(
       slob plot slob-results/sweep-ssd slob-results/sweep-hdd --kind petal --latency op_p99
       slob plot slob-results/20261122T050000Z-soak --kind timeseries -o soak-plots
     """
-    from openslob.analyze import detect_degradation, load_timeseries
+    from openslob.analysis.awrinfo import detect_degradation, load_timeseries
     from openslob.report import plots
 
     chosen = tuple(f.strip() for f in formats.split(",") if f.strip())
@@ -1191,7 +1191,7 @@ def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) ->
       slob report slob-results/20261122T050000Z-readonly
       slob report slob-results/sweep-ssd --html
     """
-    from openslob.results import REPORT_KEYS, load_run, require_keys
+    from openslob.results.build import REPORT_KEYS, load_run, require_keys
 
     if as_html:
         from openslob.report.html import write_html

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from openslob.engines.base import Engine, Finding
-from openslob.options import BLOCK_SIZE, Config
-from openslob.targets import Target
+from openslob.config.options import BLOCK_SIZE, Config
+from openslob.engines.api import Engine, Finding
+from openslob.runner.targets import Target
 
 POSTGRESQL, MARIADB = "postgresql", "mariadb"
 OP_TYPES = ("select", "update", "scan")  # the loop's op kinds, as run.json names them

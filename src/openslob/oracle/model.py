@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from openslob.errors import ConfigError
+from openslob.model.errors import ConfigError
 from openslob.oracle.awr import OracleReport, WaitEvent
 from openslob.oracle.awrinfo import CPU_EVENTS, MB, dir_label, div, expand, file_label
 from openslob.oracle.idle import is_idle

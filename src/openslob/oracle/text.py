@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from openslob.errors import OpenslobError
+from openslob.model.errors import OpenslobError
 
 
 class OracleReportError(OpenslobError):

@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from openslob import __version__
-from openslob.analyze import analyze_rows, load_timeseries, plain_columns, render_table
-from openslob.collect import RunRef, oracle_reports
+from openslob.analysis.awrinfo import analyze_rows, load_timeseries, plain_columns, render_table
 from openslob.oracle import awr_rows
 from openslob.report import plots
 from openslob.report.text import render_text
-from openslob.results import write_atomic
+from openslob.results.build import write_atomic
+from openslob.results.collect import RunRef, oracle_reports
 
 _CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, Roboto, sans-serif; margin: 2rem auto;

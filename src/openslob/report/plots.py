@@ -21,13 +21,13 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
-from openslob.histogram import Histogram, bucket_bounds, bucket_index
-from openslob.results import write_atomic
+from openslob.model.histogram import Histogram, bucket_bounds, bucket_index
+from openslob.results.build import write_atomic
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from openslob.collect import RunRef
+    from openslob.results.collect import RunRef
 
 DPI = 120
 PCT_COLORS = (

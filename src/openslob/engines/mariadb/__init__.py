@@ -5,5 +5,5 @@ Public entry points (wired by the CLI/run controller):
     runner.MariaDBRunBackend(connect_kwargs, app_name)  sessions, CALL, cancel, monitors
     stats.snapshot_delta(before, after, seconds)       window metrics (PostgreSQL's keys)
     layout.layout_for(page_size)                       row width and rows per leaf page
-The private server lives in openslob.servers.mariadb (EmbeddedMariaDB).
+The private server lives in openslob.engines.mariadb.server (EmbeddedMariaDB).
 """

@@ -6,7 +6,7 @@ from typing import Any
 
 import pymysql
 
-from openslob.errors import SetupError
+from openslob.model.errors import SetupError
 
 CONNECT_TIMEOUT_S = 30
 MIN_MARIADB = (10, 6)

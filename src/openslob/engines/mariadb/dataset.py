@@ -26,12 +26,12 @@ from typing import Any
 
 import pymysql
 
-from openslob.engines import tables
-from openslob.engines.base import ProgressCallback, SetupResult, TableLoad
+from openslob.engines.api import ProgressCallback, SetupResult, TableLoad
+from openslob.engines.common import tables
+from openslob.engines.common.tables import schema_order
 from openslob.engines.mariadb.connection import connect, ident, page_size
 from openslob.engines.mariadb.layout import PAD_COLUMNS, RowLayout, layout_for
-from openslob.engines.tables import schema_order
-from openslob.errors import SetupError
+from openslob.model.errors import SetupError
 
 # Bump when the table layout changes: setup then rebuilds data made by older versions.
 LAYOUT_VERSION = 1

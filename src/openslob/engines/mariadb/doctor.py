@@ -8,13 +8,13 @@ from typing import Any
 
 import pymysql
 
-from openslob.engines.base import Finding
+from openslob.config.options import Config
+from openslob.engines.api import Finding
+from openslob.engines.common.tables import CACHE_RATIO
 from openslob.engines.mariadb.connection import check_version, connect, global_variables
 from openslob.engines.mariadb.layout import layout_for
 from openslob.engines.mariadb.stats import DATA_FILE
-from openslob.engines.tables import CACHE_RATIO
-from openslob.errors import OpenslobError, SetupError
-from openslob.options import Config
+from openslob.model.errors import OpenslobError, SetupError
 
 # What setup and the run do: databases, tables, the loop procedures, and the metadata table.
 SETUP_PRIVILEGES = ("CREATE", "DROP", "INDEX", "ALTER", "CREATE ROUTINE", "ALTER ROUTINE")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from openslob.engines import tables
-from openslob.engines.base import Check, Engine, ProgressCallback, SetupResult, VerifyResult
+from openslob.config.options import Config
+from openslob.engines.api import Check, Engine, ProgressCallback, SetupResult, VerifyResult
+from openslob.engines.common import tables
+from openslob.engines.common.tables import schema_order
 from openslob.engines.mariadb import guard
 from openslob.engines.mariadb.connection import (
     SHAPING_SETTINGS,
@@ -19,8 +21,6 @@ from openslob.engines.mariadb.dataset import DatasetLoader, TableSpec
 from openslob.engines.mariadb.layout import RowLayout, layout_for
 from openslob.engines.mariadb.verify import TableVerifier
 from openslob.engines.mariadb.workload import install_procedures
-from openslob.engines.tables import schema_order
-from openslob.options import Config
 
 DESCRIBED_SETTINGS = (*SHAPING_SETTINGS, "sync_binlog", "log_bin")
 

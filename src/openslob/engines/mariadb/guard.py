@@ -16,7 +16,7 @@ from typing import Any
 import pymysql
 
 from openslob.engines.mariadb.connection import connect, describe_target
-from openslob.errors import BusyError, SetupError
+from openslob.model.errors import BusyError, SetupError
 
 LOCK_NAME = "openslob-dataset"
 LOCK_APP = "openslob-lock"

@@ -24,7 +24,7 @@ import pymysql
 from openslob.engines.mariadb import horizon, stats
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, connect, global_variables
 from openslob.engines.mariadb.workload import SESSION_SETTINGS, call_statement
-from openslob.errors import SetupError
+from openslob.model.errors import SetupError
 
 QUERY_INTERRUPTED = 1317  # ER_QUERY_INTERRUPTED: the answer to KILL QUERY
 

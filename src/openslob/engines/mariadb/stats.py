@@ -23,7 +23,7 @@ from typing import Any
 import pymysql
 
 from openslob.engines.mariadb.connection import scalar
-from openslob.rates import per_s, ratio
+from openslob.model.rates import per_s, ratio
 
 Snapshot = dict[str, Any]
 

@@ -21,7 +21,8 @@ from typing import Any
 
 import pymysql
 
-from openslob.engines.base import Check
+from openslob.engines.api import Check
+from openslob.engines.common.tables import correlation_limit
 from openslob.engines.mariadb.connection import ident
 from openslob.engines.mariadb.dataset import (
     LAYOUT_VERSION,
@@ -31,7 +32,6 @@ from openslob.engines.mariadb.dataset import (
     storage_problem,
 )
 from openslob.engines.mariadb.layout import RowLayout
-from openslob.engines.tables import correlation_limit
 
 RECORD_SIZE_TOLERANCE = 16  # bytes between the estimated and the measured record size
 # Internal (non-leaf) records are ~20 bytes; leaf records of the SLOB tables are > 1 KB.

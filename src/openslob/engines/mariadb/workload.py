@@ -16,7 +16,7 @@ MariaDB specifics:
   RAND(seed) reseeds on every statement, so a per-session reproducible stream is made here.
   The seed (a float in [-1, 1], as PostgreSQL's setseed) picks the start state.
 - Timing uses SYSDATE(6) (NOW() is frozen for the whole CALL) in UTC. Per-op latencies go
-  into a MEMORY temporary table (no I/O, no redo), bucketed with openslob.histogram's formula.
+  into a MEMORY temporary table (no I/O, no redo), bucketed with openslob.model.histogram's formula.
 - A procedure cannot return a value: it ends with SELECT of one JSON document, the same keys
   as the PostgreSQL loop's result.
 - LITE updates c2 and c3, HEAVY all 19 pad columns; each new value splices 16 bytes of
@@ -33,7 +33,7 @@ import pymysql
 from openslob.engines.mariadb.connection import ident
 from openslob.engines.mariadb.dataset import META_DB
 from openslob.engines.mariadb.layout import PAD_COLUMNS
-from openslob.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
+from openslob.model.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
 
 PROCEDURE = "slob_work"
 BUCKET_FUNCTION = "slob_bucket"
@@ -259,7 +259,7 @@ def _set_list(columns: tuple[str, ...]) -> str:
 
 
 def bucket_code(indent: int = 0) -> str:
-    """The histogram bucket of v_us into v_idx (the formula of openslob.histogram)."""
+    """The histogram bucket of v_us into v_idx (the formula of openslob.model.histogram)."""
     code = _BUCKET.format(linear=LINEAR_LIMIT, sub=SUB_BUCKETS, sub2=2 * SUB_BUCKETS, slots=SLOTS)
     return textwrap.indent(code.strip("\n"), " " * indent)
 

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from openslob.engines import tables
-from openslob.engines.base import ProgressCallback, SetupResult, TableLoad
+from openslob.engines.api import ProgressCallback, SetupResult, TableLoad
+from openslob.engines.common import tables
+from openslob.engines.common.tables import schema_order
 from openslob.engines.postgres import layout
 from openslob.engines.postgres.layout import FILLFACTOR, PAD_COLUMNS
-from openslob.engines.tables import schema_order
-from openslob.errors import SetupError
+from openslob.model.errors import SetupError
 
 BLOCK_SIZE = 8192
 # Bump when the table layout changes: setup then rebuilds data made by older versions.

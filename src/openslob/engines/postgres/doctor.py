@@ -11,11 +11,11 @@ from pathlib import Path
 
 import psycopg
 
-from openslob.engines.base import Finding
-from openslob.engines.tables import CACHE_RATIO
-from openslob.errors import OpenslobError
-from openslob.options import BLOCK_SIZE, Config
-from openslob.run import session_schemas
+from openslob.config.options import BLOCK_SIZE, Config
+from openslob.engines.api import Finding
+from openslob.engines.common.tables import CACHE_RATIO
+from openslob.model.errors import OpenslobError
+from openslob.runner.controller import session_schemas
 
 MIN_VERSION = 130000
 

@@ -6,15 +6,15 @@ from typing import Any
 
 import psycopg
 
-from openslob.engines import tables
-from openslob.engines.base import Check, Engine, ProgressCallback, SetupResult, VerifyResult
+from openslob.config.options import BLOCK_SIZE, Config
+from openslob.engines.api import Check, Engine, ProgressCallback, SetupResult, VerifyResult
+from openslob.engines.common import tables
 from openslob.engines.postgres import guard
 from openslob.engines.postgres.dataset import DatasetLoader, TableSpec
 from openslob.engines.postgres.verify import TableVerifier, amcheck_available
 from openslob.engines.postgres.workload import install_procedures
-from openslob.errors import SetupError
-from openslob.options import BLOCK_SIZE, Config
-from openslob.targets import redact
+from openslob.model.errors import SetupError
+from openslob.runner.targets import redact
 
 MIN_SERVER_VERSION = 130000
 DESCRIBED_SETTINGS = (

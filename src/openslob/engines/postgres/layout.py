@@ -27,7 +27,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from openslob.engines.tables import TableSpec
+from openslob.engines.common.tables import TableSpec
 
 PAD_COLUMNS = tuple(f"c{i}" for i in range(2, 21))  # SLOB's CF1 has c2..c20
 FILLFACTOR = 10  # one ~1.9 KB row per page, room for its HOT update beside it

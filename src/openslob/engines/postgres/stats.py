@@ -21,7 +21,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from openslob.engines.postgres import layout
-from openslob.rates import per_s, ratio
+from openslob.model.rates import per_s, ratio
 
 Snapshot = dict[str, Any]
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from openslob.engines.base import Check
+from openslob.engines.api import Check
+from openslob.engines.common.tables import correlation_limit
 from openslob.engines.postgres import layout
 from openslob.engines.postgres.dataset import (
     LAYOUT_VERSION,
@@ -20,7 +21,6 @@ from openslob.engines.postgres.dataset import (
     PAD_COLUMNS,
     TableSpec,
 )
-from openslob.engines.tables import correlation_limit
 
 
 def _page_map(spec: TableSpec) -> sql.Composed:

@@ -25,7 +25,7 @@ import psycopg
 from psycopg import sql
 
 from openslob.engines.postgres.dataset import META_SCHEMA, PAD_COLUMNS
-from openslob.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
+from openslob.model.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
 
 PROCEDURE = "slob_work"
 LITE_COLUMNS = ("c2", "c3")
@@ -225,7 +225,7 @@ def procedure_ddl(schema: str, server_version: int, hot_schema: str = "user1") -
 
 
 def _bucket_code(indent: int) -> sql.Composable:
-    """The histogram bucket of `us` into `idx` (the formula of openslob.histogram)."""
+    """The histogram bucket of `us` into `idx` (the formula of openslob.model.histogram)."""
     code = _BUCKET.format(linear=LINEAR_LIMIT, sub=SUB_BUCKETS, sub2=2 * SUB_BUCKETS, slots=SLOTS)
     return sql.SQL(textwrap.indent(code, " " * indent))
 

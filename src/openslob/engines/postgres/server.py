@@ -38,15 +38,15 @@ from urllib.parse import quote
 
 import psycopg
 
-from openslob.errors import ServerError
-from openslob.host import pid_alive
-from openslob.servers import fsperm
-from openslob.servers.profiles import (
+from openslob.engines.common import fsperm
+from openslob.engines.postgres.profiles import (
     DIRECT_IO_PROFILES,
     LOAD_PROFILE,
     PROFILES,
     render_profile,
 )
+from openslob.host.counters import pid_alive
+from openslob.model.errors import ServerError
 
 SUPERUSER = "openslob"
 DATABASE = "slob"

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from openslob.errors import OpenslobError
+from openslob.model.errors import OpenslobError
 
 FIO_FILE = "openslob-fio.dat"
 DEFAULT_SIZE = "1G"

@@ -19,7 +19,7 @@ from typing import Any, Literal, TypeVar
 
 import click
 
-from openslob.errors import ConfigError
+from openslob.model.errors import ConfigError
 
 BLOCK_SIZE = 8192
 """Database block size in bytes; SLOB's default and PostgreSQL's page size."""

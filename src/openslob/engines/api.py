@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from openslob.options import Config
+from openslob.config.options import Config
 
 # Called with (rows loaded so far, rows to load in total) while setup runs.
 ProgressCallback = Callable[[int, int], None]

@@ -37,11 +37,11 @@ from typing import Any
 
 import pymysql
 
+from openslob.engines.common import fsperm
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, global_variables
-from openslob.errors import ConfigError, ServerError
-from openslob.servers import fsperm
-from openslob.servers.embedded import default_data_dir, start_lock
-from openslob.servers.profiles import large_shared_buffers_mb
+from openslob.engines.postgres.profiles import large_shared_buffers_mb
+from openslob.engines.postgres.server import default_data_dir, start_lock
+from openslob.model.errors import ConfigError, ServerError
 
 MARIADBD = Path(os.environ.get("SLOB_MARIADBD", "/usr/sbin/mariadbd"))
 INSTALL_DB = Path(os.environ.get("SLOB_MARIADB_INSTALL_DB", "/usr/bin/mariadb-install-db"))

@@ -10,7 +10,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from openslob.errors import ServerError
+from openslob.model.errors import ServerError
 
 
 def ensure_service_user(name: str) -> None:

@@ -11,16 +11,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from openslob import host
-from openslob.calibrate import CalibrationError, compare, require_fio, run_fio
+from openslob.config.options import Config
 from openslob.engines import registry
-from openslob.engines.base import DatasetLock, Engine, ProgressCallback, SetupResult
-from openslob.engines.tables import schema_order
-from openslob.errors import BusyError, ConfigError, SetupError
-from openslob.options import Config
+from openslob.engines.api import DatasetLock, Engine, ProgressCallback, SetupResult
+from openslob.engines.common.tables import schema_order
+from openslob.host import counters as host_counters
+from openslob.host import devices as host_devices
+from openslob.host import snapshot as host_snapshot
+from openslob.model.errors import BusyError, ConfigError, SetupError
 from openslob.report.text import render_text
-from openslob.results import InstanceInfo, build_run_json, run_directory, write_run
-from openslob.run import (
+from openslob.results.build import InstanceInfo, build_run_json, run_directory, write_run
+from openslob.runner.calibrate import CalibrationError, compare, require_fio, run_fio
+from openslob.runner.controller import (
     InstanceRecord,
     ProgressFn,
     RunController,
@@ -29,7 +31,7 @@ from openslob.run import (
     instance_schemas,
     session_schemas,
 )
-from openslob.targets import Target, resolve_targets, target_strings
+from openslob.runner.targets import Target, resolve_targets, target_strings
 
 # Connections besides the work sessions: snapshots, sampler, waits, setup checks, slack.
 EXTRA_CONNECTIONS = 10
@@ -138,12 +140,12 @@ def _server_host(
     monitor = backend.monitor("host")
     try:
         read = monitor.read_file
-        devices = host.devices_from_texts(
+        devices = host_devices.devices_from_texts(
             settings.get("data_directory", ""),
             read("/proc/self/mountinfo") or "",
             read("/proc/diskstats") or "",
         )
-        return devices, host.read_host_info(read, devices), None
+        return devices, host_snapshot.read_host_info(read, devices), None
     finally:
         monitor.close()
 
@@ -162,7 +164,7 @@ def local_server(target: Target, settings: dict[str, str]) -> tuple[str | None, 
         pid = int(Path(data_dir, pid_file).read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None, None
-    if not host.pid_alive(pid):
+    if not host_counters.pid_alive(pid):
         return None, None
     return data_dir, pid
 
@@ -346,8 +348,8 @@ def _run_instance(
         notes.append("track_io_timing=off")
     via_database = False
     if local_data_dir and os.environ.get(HOST_COUNTERS_ENV) != "database":
-        devices = host.devices_for_path(local_data_dir)
-        host_info = host.host_info(local_data_dir)
+        devices = host_devices.devices_for_path(local_data_dir)
+        host_info = host_snapshot.host_info(local_data_dir)
         host_key = f"local {' '.join(devices)}"
     else:
         devices, host_info, reason = _server_host(backend, settings)
@@ -362,7 +364,7 @@ def _run_instance(
         devices=devices,
         host_key=host_key,
         server_pid=server_pid,
-        server_alive=None if server_pid is None else partial(host.pid_alive, server_pid),
+        server_alive=None if server_pid is None else partial(host_counters.pid_alive, server_pid),
         on_server_death=resolved.server.kill_orphans if resolved.server else None,
         host_via_database=via_database,
         guard=prepared.lock.guard,

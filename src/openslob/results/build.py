@@ -23,15 +23,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from openslob import __version__, combine, dataset_health, host
+from openslob import __version__
+from openslob.config.options import Config
 from openslob.engines import registry
+from openslob.engines.common.tables import CACHE_RATIO, schema_order
 from openslob.engines.registry import OP_TYPES
-from openslob.engines.tables import CACHE_RATIO, schema_order
-from openslob.errors import ConfigError, OpenslobError
-from openslob.histogram import Histogram
-from openslob.options import Config
-from openslob.rates import per_s
-from openslob.run import RunRecord, SessionOutcome
+from openslob.host import snapshot as host_snapshot
+from openslob.model import combine
+from openslob.model.errors import ConfigError, OpenslobError
+from openslob.model.histogram import Histogram
+from openslob.model.rates import per_s
+from openslob.results import health as dataset_health
+from openslob.runner.controller import RunRecord, SessionOutcome
 
 # 2: instances[] (per-instance figures and snapshots); metrics are the totals over them
 SCHEMA_VERSION = 2
@@ -161,8 +164,8 @@ def build_metrics(
         of = f" on {inst.target}" if len(record.instances) > 1 else ""
         warnings.append(f"track_io_timing is off{of}: database read latency is not measured (null)")
     if inst.host_before and inst.host_after:
-        metrics.update(host.host_delta(inst.host_before, inst.host_after))
-    for key in (*host.DEVICE_CPU_METRICS, "server_cpu_seconds"):
+        metrics.update(host_snapshot.host_delta(inst.host_before, inst.host_after))
+    for key in (*host_snapshot.DEVICE_CPU_METRICS, "server_cpu_seconds"):
         metrics.setdefault(key, None)
     metrics["db_cpu_s"] = metrics.pop("server_cpu_seconds", None)
     if ops is not None and metrics.get("lio_per_s") is not None and sum(ops.values()):

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openslob.collect import RunRef
-from openslob.errors import OpenslobError
-from openslob.histogram import Histogram, bucket_bounds, bucket_index
+from openslob.model.errors import OpenslobError
+from openslob.model.histogram import Histogram, bucket_bounds, bucket_index
+from openslob.results.collect import RunRef
 
 NA = "n/a"
 TIMESERIES_FILE = "timeseries.csv"

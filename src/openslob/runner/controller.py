@@ -36,10 +36,11 @@ from typing import Any
 
 import psycopg
 
-from openslob import combine, host
+from openslob.config.options import Config
 from openslob.engines.postgres.runner import Monitor, PostgresRunBackend, WorkSession
-from openslob.horizon import HorizonWatch
-from openslob.options import Config
+from openslob.host import snapshot as host_snapshot
+from openslob.model import combine
+from openslob.model.horizon import HorizonWatch
 
 MAX_CONCURRENT_CONNECTS = 64
 WAIT_SAMPLE_HZ = 10
@@ -73,8 +74,8 @@ class InstanceRecord:
     target: str  # printable: no password
     db_before: dict[str, Any] | None = None
     db_after: dict[str, Any] | None = None
-    host_before: host.HostSnapshot | None = None
-    host_after: host.HostSnapshot | None = None
+    host_before: host_snapshot.HostSnapshot | None = None
+    host_after: host_snapshot.HostSnapshot | None = None
     waits: Counter = field(default_factory=Counter)
     wait_samples: int = 0
     leftover_backends: int = 0
@@ -251,12 +252,12 @@ class Sampler(threading.Thread):
         for instance, monitor in zip(self.instances, monitors, strict=True):
             if instance.host_key not in readers:
                 readers[instance.host_key] = (
-                    partial(host.read_snapshot, monitor.read_file, instance.devices)
+                    partial(host_snapshot.read_snapshot, monitor.read_file, instance.devices)
                     if instance.host_via_database
-                    else partial(host.take_snapshot, instance.devices)
+                    else partial(host_snapshot.take_snapshot, instance.devices)
                 )
 
-        def hosts() -> list[host.HostSnapshot]:
+        def hosts() -> list[host_snapshot.HostSnapshot]:
             return [read() for read in readers.values()]
 
         def lives() -> list[dict[str, float] | None]:
@@ -348,15 +349,15 @@ LIVE_FIGURES = (
 
 
 def timeseries_row(
-    prev_hosts: list[host.HostSnapshot],
-    cur_hosts: list[host.HostSnapshot],
+    prev_hosts: list[host_snapshot.HostSnapshot],
+    cur_hosts: list[host_snapshot.HostSnapshot],
     prev_lives: list[dict | None],
     cur_lives: list[dict | None],
     record: RunRecord,
 ) -> dict[str, Any]:
     """One interval of the time series; the lists hold one entry per host / per instance."""
     seconds = cur_hosts[0].monotonic - prev_hosts[0].monotonic
-    per_host = [host.host_delta(p, c) for p, c in zip(prev_hosts, cur_hosts, strict=True)]
+    per_host = [host_snapshot.host_delta(p, c) for p, c in zip(prev_hosts, cur_hosts, strict=True)]
     dev = combine.across_hosts(per_host)
     now = time.time()
     phase = "warmup"
@@ -368,7 +369,7 @@ def timeseries_row(
         "phase": phase,
         "seconds": round(seconds, 3),
     }
-    row.update({k: dev.get(k) for k in host.DEVICE_CPU_METRICS})
+    row.update({k: dev.get(k) for k in host_snapshot.DEVICE_CPU_METRICS})
     if any(v is None for v in (*prev_lives, *cur_lives)) or seconds <= 0:
         row.update(dict.fromkeys(LIVE_FIGURES))
         return row
@@ -681,13 +682,15 @@ class RunController:
         for instance, monitor in zip(self.instances, self._snapshots, strict=True):
             setattr(instance.record, key, self._host_snapshot(instance, monitor))
 
-    def _host_snapshot(self, instance: RunInstance, monitor: Monitor) -> host.HostSnapshot | None:
+    def _host_snapshot(
+        self, instance: RunInstance, monitor: Monitor
+    ) -> host_snapshot.HostSnapshot | None:
         """This host's /proc, or the server host's through the snapshot monitor (whose queries
         run only between the phases, never at the same time as this)."""
         if not instance.host_via_database:
-            return host.take_snapshot(instance.devices, instance.server_pid)
+            return host_snapshot.take_snapshot(instance.devices, instance.server_pid)
         try:
-            return host.read_snapshot(monitor.read_file, instance.devices)
+            return host_snapshot.read_snapshot(monitor.read_file, instance.devices)
         except Exception as exc:  # the server may be gone; the figures are then null
             self.record.notes.append(
                 f"no host snapshot through the database{self._of(instance)}: {_first_line(exc)}"

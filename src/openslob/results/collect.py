@@ -34,7 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from openslob.errors import OpenslobError
+from openslob.model.errors import OpenslobError
 from openslob.oracle import (
     OracleReport,
     combine,
@@ -43,7 +43,7 @@ from openslob.oracle import (
     to_run,
 )
 from openslob.oracle.model import label as label_report
-from openslob.results import load_run
+from openslob.results.build import load_run
 
 SWEEP_FILE = "sweep.json"
 RUN_FILE = "run.json"

@@ -21,12 +21,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from openslob.benchmark import Notice, Prepared, execute, prepare, restore_layout
-from openslob.collect import SWEEP_FILE
-from openslob.errors import ConfigError, Terminated
-from openslob.options import OPTIONS_BY_NAME, Config, parse_value, resolve
-from openslob.run import ProgressFn, session_schemas
-from openslob.targets import EMBEDDED_MARIADB
+from openslob.config.options import OPTIONS_BY_NAME, Config, parse_value, resolve
+from openslob.model.errors import ConfigError, Terminated
+from openslob.results.collect import SWEEP_FILE
+from openslob.runner.controller import ProgressFn, session_schemas
+from openslob.runner.execute import Notice, Prepared, execute, prepare, restore_layout
+from openslob.runner.targets import EMBEDDED_MARIADB
 
 SCHEMA_VERSION = 1
 # Options whose values may legitimately contain commas are never split into lists.

@@ -20,9 +20,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from openslob.errors import ConfigError
-from openslob.servers.embedded import EmbeddedServer
-from openslob.servers.mariadb import EmbeddedMariaDB, Secret
+from openslob.engines.mariadb.server import EmbeddedMariaDB, Secret
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.model.errors import ConfigError
 
 EMBEDDED = "embedded"
 EMBEDDED_MARIADB = "embedded-mariadb"

@@ -1,0 +1,1 @@
+"""Analyses over runs: the awr_info table, events, degradation."""

@@ -1,0 +1,1 @@
+"""Options and slob.conf: one declarative table, no CLI."""

@@ -1,0 +1,1 @@
+"""What every engine shares, written once."""

@@ -1,0 +1,236 @@
+"""A host's counters at one moment (local /proc, or another host's through a file reader), the
+figures between two such moments, and the host's description for run.json."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from openslob.host.counters import (
+    DiskCounters,
+    PressureLine,
+    ProcStat,
+    cpu_delta,
+    parse_diskstats,
+    parse_pressure,
+    parse_proc_stat,
+    pressure_delta,
+    read_diskstats,
+    read_pressure,
+    read_proc_stat,
+    server_cpu_seconds,
+    sum_disk_delta,
+)
+from openslob.host.devices import describe_devices, devices_for_path
+from openslob.host.procfs import PROC, _read_optional, _read_text
+from openslob.model.rates import ratio
+
+# The device and CPU figures of host_delta that run.json always carries (null if unmeasured).
+DEVICE_CPU_METRICS = (
+    "device_reads_per_s",
+    "device_writes_per_s",
+    "device_read_mb_per_s",
+    "device_write_mb_per_s",
+    "device_read_latency_us",
+    "device_write_latency_us",
+    "device_util_pct",
+    "cpu_user_pct",
+    "cpu_sys_pct",
+    "cpu_iowait_pct",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Snapshots
+
+
+@dataclass(frozen=True)
+class HostSnapshot:
+    monotonic: float
+    wall_time: str  # ISO-8601 UTC
+    disks: dict[str, DiskCounters]  # only the devices asked for
+    proc_stat: ProcStat
+    pressure: dict[str, dict[str, PressureLine]] | None
+    server_cpu_seconds: float | None
+
+
+def snapshot_from_text(
+    monotonic: float,
+    wall_time: str,
+    device_names: Iterable[str],
+    diskstats_text: str,
+    proc_stat_text: str,
+    pressure_texts: Mapping[str, str] | None,
+    server_cpu_seconds: float | None = None,
+) -> HostSnapshot:
+    """A snapshot from file texts read anywhere (locally or through a database)."""
+    wanted = set(device_names)
+    disks = {n: c for n, c in parse_diskstats(diskstats_text).items() if n in wanted}
+    pressure = {r: parse_pressure(t) for r, t in pressure_texts.items()} if pressure_texts else None
+    return HostSnapshot(
+        monotonic=monotonic,
+        wall_time=wall_time,
+        disks=disks,
+        proc_stat=parse_proc_stat(proc_stat_text),
+        pressure=pressure,
+        server_cpu_seconds=server_cpu_seconds,
+    )
+
+
+# ------------------------------------------------------------------ another host's /proc
+# A server on another host (or in a container): its /proc read through some `read(path)`
+# (pg_read_file through the database connection), parsed by the same functions.
+
+FileReader = Callable[[str], str | None]
+
+
+def read_snapshot(read: FileReader, device_names: Iterable[str]) -> HostSnapshot:
+    """take_snapshot through a reader; no server CPU (its process tree is not reachable)."""
+    monotonic, wall_time = time.monotonic(), datetime.now(UTC).isoformat()
+    diskstats, proc_stat = read("/proc/diskstats"), read("/proc/stat")
+    if diskstats is None or proc_stat is None:
+        raise OSError("/proc/diskstats or /proc/stat is not readable on the server's host")
+    pressure = {r: t for r in ("cpu", "io", "memory") if (t := read(f"/proc/pressure/{r}"))}
+    return snapshot_from_text(
+        monotonic, wall_time, device_names, diskstats, proc_stat, pressure or None
+    )
+
+
+def read_host_info(read: FileReader, devices: list[str]) -> dict:
+    """run.json's "host" for the server's host, from its /proc (None where unreadable)."""
+    stat, meminfo, cpuinfo = read("/proc/stat"), read("/proc/meminfo"), read("/proc/cpuinfo")
+    hostname, kernel = read("/proc/sys/kernel/hostname"), read("/proc/sys/kernel/osrelease")
+    return {
+        "hostname": hostname.strip() if hostname else None,
+        "cpus": parse_proc_stat(stat).cpus if stat else None,
+        "cpu_model": parse_cpu_model(cpuinfo) if cpuinfo else None,
+        "memory_bytes": parse_meminfo(meminfo).get("MemTotal") if meminfo else None,
+        "kernel": kernel.strip() if kernel else None,
+        "os": None,
+        # sysfs details (size, scheduler) are this host's view: only the names travel
+        "devices": [{"name": name} for name in devices],
+        "read_through": "database (pg_read_file)",
+    }
+
+
+def take_snapshot(device_names: Iterable[str], server_pid: int | None = None) -> HostSnapshot:
+    wanted = set(device_names)
+    wall_time = datetime.now(UTC).isoformat()
+    disk_sample = read_diskstats()
+    return HostSnapshot(
+        monotonic=disk_sample.monotonic,
+        wall_time=wall_time,
+        disks={n: c for n, c in disk_sample.devices.items() if n in wanted},
+        proc_stat=read_proc_stat(),
+        pressure=read_pressure(),
+        server_cpu_seconds=server_cpu_seconds(server_pid) if server_pid is not None else None,
+    )
+
+
+def host_delta(before: HostSnapshot, after: HostSnapshot) -> dict[str, float | None]:
+    """The run.json "metrics" figures the host provides, over the window between snapshots."""
+    seconds = after.monotonic - before.monotonic
+    if seconds <= 0:
+        raise ValueError("the 'after' snapshot must be later than the 'before' one")
+    disk = sum_disk_delta(before.disks, after.disks, seconds, sorted(before.disks))
+    cpu = cpu_delta(before.proc_stat, after.proc_stat, seconds)
+    psi = pressure_delta(before.pressure, after.pressure, seconds)
+    server = None
+    if before.server_cpu_seconds is not None and after.server_cpu_seconds is not None:
+        # rounded: both are whole clock ticks, the float difference is not
+        spent = round(after.server_cpu_seconds - before.server_cpu_seconds, 6)
+        # Backwards means the process tree died or was replaced: not measurable, not 0.
+        server = spent if spent >= 0 else None
+    cpus = after.proc_stat.cpus
+
+    def dev(attr: str) -> float | None:
+        return None if disk is None else getattr(disk, attr)
+
+    def pressure(resource: str, kind: str) -> float | None:
+        return None if psi is None else psi[resource][kind]
+
+    return {
+        "device_reads_per_s": dev("reads_per_s"),
+        "device_writes_per_s": dev("writes_per_s"),
+        "device_read_mb_per_s": dev("read_mb_per_s"),
+        "device_write_mb_per_s": dev("write_mb_per_s"),
+        "device_read_latency_us": dev("read_latency_us"),
+        "device_write_latency_us": dev("write_latency_us"),
+        "device_avg_read_kb": dev("avg_read_kb"),
+        "device_avg_write_kb": dev("avg_write_kb"),
+        "device_util_pct": dev("util_pct"),
+        "device_avg_queue": dev("avg_queue"),
+        "device_flushes_per_s": dev("flushes_per_s"),
+        "device_flush_latency_us": dev("flush_latency_us"),
+        "cpu_user_pct": cpu.user_pct,
+        "cpu_sys_pct": cpu.sys_pct,
+        "cpu_iowait_pct": cpu.iowait_pct,
+        "cpu_idle_pct": cpu.idle_pct,
+        "cpu_steal_pct": cpu.steal_pct,
+        "cpu_busy_pct": cpu.busy_pct,
+        "context_switches_per_s": cpu.context_switches_per_s,
+        "server_cpu_seconds": server,
+        # share of all CPUs the server used, comparable with cpu_busy_pct
+        "server_cpu_pct": ratio(server, seconds * cpus, 100) if server is not None else None,
+        "psi_io_some_pct": pressure("io", "some"),
+        "psi_io_full_pct": pressure("io", "full"),
+        "psi_cpu_some_pct": pressure("cpu", "some"),
+        "psi_memory_some_pct": pressure("memory", "some"),
+        "psi_memory_full_pct": pressure("memory", "full"),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Host description for run.json
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    """Field -> bytes (the kB values of /proc/meminfo are KiB)."""
+    info = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        parts = value.split()
+        if sep and parts and parts[0].isdigit():
+            scale = 1024 if len(parts) > 1 and parts[1] == "kB" else 1
+            info[key.strip()] = int(parts[0]) * scale
+    return info
+
+
+def parse_os_release(text: str) -> dict[str, str]:
+    info = {}
+    for line in text.splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and not key.startswith("#"):
+            info[key] = value.strip().strip("\"'")
+    return info
+
+
+def parse_cpu_model(cpuinfo_text: str) -> str | None:
+    for line in cpuinfo_text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "model name":
+            return value.strip() or None
+    return None
+
+
+def host_info(path: str | os.PathLike[str]) -> dict:
+    """run.json's "host": this machine and the devices holding `path` (the data directory)."""
+    os_release = _read_optional(Path("/etc/os-release")) or _read_optional(
+        Path("/usr/lib/os-release")
+    )
+    cpuinfo = _read_optional(PROC / "cpuinfo")
+    return {
+        "hostname": socket.gethostname(),
+        "cpus": read_proc_stat().cpus,
+        "cpu_model": parse_cpu_model(cpuinfo) if cpuinfo else None,
+        "memory_bytes": parse_meminfo(_read_text(PROC / "meminfo")).get("MemTotal"),
+        "kernel": platform.release(),
+        "os": parse_os_release(os_release).get("PRETTY_NAME") if os_release else None,
+        "devices": describe_devices(devices_for_path(path)),
+    }

@@ -1,0 +1,1 @@
+"""The results model: metrics table, histogram, combining rules, errors."""

@@ -1,0 +1,1 @@
+"""run.json: building it, the run directory, finding runs, data-set health."""

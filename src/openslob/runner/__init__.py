@@ -1,0 +1,1 @@
+"""The run lifecycle, sweeps and calibration: engine-independent."""
