@@ -24,6 +24,7 @@ import psycopg
 from psycopg import sql
 
 from openslob.config.options import BLOCK_SIZE, parse_size_bytes, resolve
+from openslob.engines.api import Target
 from openslob.engines.postgres.dataset import (
     PAD_COLUMNS,
     DatasetLoader,
@@ -31,8 +32,7 @@ from openslob.engines.postgres.dataset import (
 )
 from openslob.engines.postgres.engine import PostgresEngine
 from openslob.engines.postgres.server import EmbeddedServer
-from openslob.runner.execute import setup_dataset
-from openslob.runner.targets import Target
+from openslob.runner.prepare import setup_dataset
 
 
 def slob_load(server: EmbeddedServer, rows: int, degree: int, seed: int) -> float:
@@ -42,7 +42,8 @@ def slob_load(server: EmbeddedServer, rows: int, degree: int, seed: int) -> floa
     flags = {"SCHEMAS": "1", "SCALE": str(rows), "SCAN_TABLE_SZ": "0", "SEED": str(seed)}
     config = resolve({**flags, "LOAD_PARALLEL_DEGREE": str(degree)}, None, cwd=Path("/"))
     started = time.monotonic()
-    setup_dataset(PostgresEngine(conninfo), Target(conninfo, server), config)
+    target = Target("postgresql", conninfo, conninfo, server)
+    setup_dataset(PostgresEngine(conninfo), target, config)
     return time.monotonic() - started
 
 
@@ -100,7 +101,7 @@ def main() -> None:
         slob_s = slob_load(server, rows, args.degree, seed=repeat)
         DatasetLoader(conninfo).drop_all()  # the same free space for the CTAS
         ctas_s = ctas_load(conninfo, rows)
-        with server.buffered_for_load() as restarted:
+        with server.bulk_load() as restarted:
             buffered_s = ctas_load(conninfo, rows) if restarted else None
         slob_rates.append(mb / slob_s)
         ctas_rates.append(mb / ctas_s)

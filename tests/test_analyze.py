@@ -25,8 +25,8 @@ from openslob.analysis.awrinfo import (
     render_json,
     render_table,
 )
-from openslob.results.build import load_run
 from openslob.results.collect import RunRef, find_runs
+from openslob.results.rundir import load_run
 
 RUNS = Path(__file__).parent / "data" / "runs"
 RO = RUNS / "20261122T053536Z-ro1"  # read-only, complete, select histogram only

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from openslob.cli import cli
 from openslob.config.options import resolve
 from openslob.engines.postgres.server import EmbeddedServer
+from openslob.report.text import render_text
 from openslob.runner.calibrate import CalibrationError, parse_fio_json, require_fio
 from openslob.runner.execute import run_benchmark
 
@@ -60,7 +61,12 @@ def test_run_with_calibration(server: EmbeddedServer, tmp_path: Path) -> None:
     }
     config = resolve(flags, None, cwd=tmp_path)
     run_dir, run = run_benchmark(
-        config, target=None, data_dir=server.data_dir, results_parent=tmp_path / "r", calibrate=True
+        config,
+        target=None,
+        data_dir=server.data_dir,
+        results_parent=tmp_path / "r",
+        calibrate=True,
+        render=render_text,
     )
     cal = run["calibration"]
     fio = cal["fio"]

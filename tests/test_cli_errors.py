@@ -22,7 +22,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from openslob.engines.mariadb.server import MARIADBD, EmbeddedMariaDB
 from openslob.engines.postgres.server import EmbeddedServer
-from openslob.runner.targets import redact, scrub
+from openslob.model.secrets import redact, scrub
 from tests.conftest import invoke, make_base_dir, private_mariadb, slob_subprocess
 
 SECRET = "MyS3cretPW"

@@ -21,7 +21,8 @@ import pytest
 from openslob.config.options import resolve
 from openslob.engines.postgres.layout import max_pages
 from openslob.engines.postgres.server import EmbeddedServer
-from openslob.results.build import load_run
+from openslob.report.text import render_text
+from openslob.results.rundir import load_run
 from openslob.runner.execute import run_benchmark
 from openslob.runner.sweep import plan_sweep, run_sweep
 
@@ -47,7 +48,11 @@ def run(server: EmbeddedServer, tmp_path: Path, **params: Any) -> dict[str, Any]
     flags = {**PARAMS, "WARMUP": "1", **{k: str(v) for k, v in params.items()}}
     config = resolve(flags, None, cwd=tmp_path)
     _, result = run_benchmark(
-        config, target=None, data_dir=server.data_dir, results_parent=tmp_path / "results"
+        config,
+        target=None,
+        data_dir=server.data_dir,
+        results_parent=tmp_path / "results",
+        render=render_text,
     )
     assert result["status"] == "complete", result.get("error")
     return result

@@ -10,6 +10,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from openslob.cli.params import add_options, config_from_click
 from openslob.config.options import (
     BLOCK_SIZE,
     OPTIONS,
@@ -17,9 +18,7 @@ from openslob.config.options import (
     SLOB_KEYS_NOT_IMPLEMENTED,
     Config,
     Option,
-    add_options,
     check_combination,
-    config_from_click,
     options_for,
     parse_size_bytes,
     parse_value,

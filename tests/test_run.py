@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from openslob.cli import cli
 from openslob.config.options import resolve
 from openslob.engines.postgres.server import EmbeddedServer
-from openslob.results.build import load_run
+from openslob.report.text import render_text
+from openslob.results.rundir import load_run
 from openslob.runner.execute import run_benchmark
 
 from .conftest import make_base_dir, slob_subprocess
@@ -64,7 +65,11 @@ def run(server: EmbeddedServer, tmp_path: Path, **params: Any) -> tuple[Path, di
     flags = {**DATA, "RUN_TIME": "2", "WARMUP": "0", **{k: str(v) for k, v in params.items()}}
     config = resolve(flags, None, cwd=tmp_path)
     return run_benchmark(
-        config, target=None, data_dir=server.data_dir, results_parent=tmp_path / "results"
+        config,
+        target=None,
+        data_dir=server.data_dir,
+        results_parent=tmp_path / "results",
+        render=render_text,
     )
 
 

@@ -113,7 +113,7 @@ def test_profile_change_restarts_with_new_settings(fresh_server: EmbeddedServer)
 
 def test_buffered_load_profile_and_back(fresh_server: EmbeddedServer) -> None:
     fresh_server.start("redo")
-    with fresh_server.buffered_for_load() as restarted:
+    with fresh_server.bulk_load() as restarted:
         assert restarted and fresh_server.status().profile == "load"
         assert _setting(fresh_server, "debug_io_direct") == ""  # buffered while loading
         with psycopg.connect(fresh_server.conninfo(), autocommit=True) as conn:
@@ -123,7 +123,7 @@ def test_buffered_load_profile_and_back(fresh_server: EmbeddedServer) -> None:
     with psycopg.connect(fresh_server.conninfo()) as conn:
         assert conn.execute("SELECT count(*) FROM loaded").fetchone()[0] == 1000
     # an error inside still restores the test profile
-    with pytest.raises(RuntimeError), fresh_server.buffered_for_load():
+    with pytest.raises(RuntimeError), fresh_server.bulk_load():
         raise RuntimeError("load failed")
     assert fresh_server.status().profile == "redo"
     # a setup killed inside it leaves the load profile: the next plain start undoes that
@@ -134,7 +134,7 @@ def test_buffered_load_profile_and_back(fresh_server: EmbeddedServer) -> None:
     assert fresh_server.start().profile == "redo"
     # a buffered server (lio) is left alone
     fresh_server.start("lio")
-    with fresh_server.buffered_for_load() as restarted:
+    with fresh_server.bulk_load() as restarted:
         assert not restarted and fresh_server.status().profile == "lio"
 
 

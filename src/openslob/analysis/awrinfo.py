@@ -26,6 +26,7 @@ from typing import Any
 
 from openslob.model.errors import OpenslobError
 from openslob.model.histogram import Histogram, bucket_bounds, bucket_index
+from openslob.model.metrics import DEFAULT_TERMS
 from openslob.results.collect import RunRef
 
 NA = "n/a"
@@ -110,9 +111,8 @@ def op_percentile_us(run: Mapping[str, Any], pct: float) -> float | None:
 
 
 def _page_kib(ref: RunRef) -> float | None:
-    """The database page size the run's engine reported (InnoDB's is chosen per data dir)."""
-    settings = dig(ref.run, "engine", "settings") or {}
-    size = settings.get("innodb_page_size") or settings.get("block_size")
+    """The database page size the run's engine reported (run.json engine.page_size_bytes)."""
+    size = dig(ref.run, "engine", "page_size_bytes")
     return None if not size else int(size) / 1024
 
 
@@ -189,12 +189,13 @@ def render_json(rows: list[dict[str, Any]]) -> str:
 
 # --- flashdba's event view ----------------------------------------------------------------
 
-# (event, rate metric, latency metric, where the count comes from). PostgreSQL counts no waits
-# per event, so "waits" are the I/Os counted over the window and time = waits × mean latency.
+# (event, rate metric, latency metric, where the count comes from), the events named in the
+# run's engine's own words (engine.terms). Databases other than Oracle count no waits per
+# event, so "waits" are the I/Os counted over the window and time = waits × mean latency.
 EVENTS: list[tuple[str, str, str, str]] = [
-    ("DataFileRead", "pio_reads_per_s", "db_read_latency_us", "pg_stat_io reads"),
-    ("DataFileWrite", "pio_writes_per_s", "db_write_latency_us", "pg_stat_io writes"),
-    ("WalSync", "wal_syncs_per_s", "wal_sync_latency_us", "WAL fsyncs"),
+    ("{read_event}", "pio_reads_per_s", "db_read_latency_us", "{db_io} reads"),
+    ("{write_event}", "pio_writes_per_s", "db_write_latency_us", "{db_io} writes"),
+    ("{log_sync_event}", "wal_syncs_per_s", "wal_sync_latency_us", "{log} syncs"),
     ("device read", "device_reads_per_s", "device_read_latency_us", "/proc/diskstats"),
     ("device write", "device_writes_per_s", "device_write_latency_us", "/proc/diskstats"),
 ]
@@ -216,7 +217,9 @@ def event_rows(refs: list[RunRef]) -> list[dict[str, Any]]:
     rows = []
     for ref in refs:
         seconds = dig(ref.run, "window", "seconds")
-        for event, rate_key, latency_key, source in EVENTS:
+        terms = {**DEFAULT_TERMS, **(dig(ref.run, "engine", "terms") or {})}
+        for event_text, rate_key, latency_key, source_text in EVENTS:
+            event, source = event_text.format_map(terms), source_text.format_map(terms)
             iops = dig(ref.run, "metrics", rate_key)
             latency = dig(ref.run, "metrics", latency_key)
             waits = None
@@ -242,7 +245,7 @@ def event_rows(refs: list[RunRef]) -> list[dict[str, Any]]:
 
 def render_events(rows: list[dict[str, Any]]) -> str:
     note = (
-        "Waits = I/Os counted over the window (PostgreSQL keeps no per-event wait counts); "
+        "Waits = I/Os counted over the window (the database keeps no per-event wait counts); "
         "Time = Waits x mean latency.\n"
     )
     return render_table(rows, EVENT_COLUMNS) + note

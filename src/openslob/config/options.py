@@ -15,14 +15,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, TypeVar
-
-import click
+from typing import Any, Literal
 
 from openslob.model.errors import ConfigError
 
 BLOCK_SIZE = 8192
-"""Database block size in bytes; SLOB's default and PostgreSQL's page size."""
+"""Database block size in bytes: SLOB's default, and SCALE's unit when given in bytes."""
 
 MAX_SESSIONS = 4096
 """SLOB caps a run at 4096 sessions; so do we."""
@@ -208,8 +206,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "PAGE_SIZE", "choice", "16K",
-        "InnoDB page size of the private MariaDB (--target embedded-mariadb): each size has "
-        "its own data directory; a sweep over several sizes is the block-size study.",
+        "Database page size of a private server that chooses it per data directory (each "
+        "size has its own server); a sweep over several sizes is the block-size study.",
         _DATA_SCOPES, slob=False, choices=("4K", "8K", "16K", "32K", "64K"),
     ),
     Option(
@@ -386,7 +384,7 @@ _PARSERS: dict[str, Callable[[Option, str], Any]] = {
 }
 
 
-def _number(value: float) -> str:
+def number_text(value: float) -> str:
     """2**40 as 1099511627776 and 0.1 as 0.1: no exponents, no trailing .0."""
     return str(int(value)) if float(value).is_integer() else str(value)
 
@@ -399,12 +397,12 @@ def range_text(option: Option) -> str:
         return ", ".join(option.choices) + " (any case)"
     if option.kind in ("str", "path"):
         return "any text" if option.kind == "str" else "a file name, or empty for none"
-    low = _number(option.minimum if option.minimum is not None else 0)
+    low = number_text(option.minimum if option.minimum is not None else 0)
     unit = f" {option.unit}" if option.kind in ("blocks", "mb", "seconds") else ""
     if option.maximum is None:
         span = f"{low}{unit} or more"
     else:
-        span = f"{low}–{_number(option.maximum)}{unit}"
+        span = f"{low}–{number_text(option.maximum)}{unit}"
     examples = {"blocks": "a size like 80M, 1G", "mb": "a size like 512M, 1G"}
     examples["seconds"] = "a duration like 90s, 5m, 2h"
     return f"{span}, or {examples[option.kind]}" if option.kind in examples else span
@@ -755,8 +753,8 @@ def _check_think_time(c: Config) -> str | None:
     if c["THINK_TM_MIN"] <= c["THINK_TM_MAX"]:
         return None
     return (
-        f"THINK_TM_MIN={_number(c['THINK_TM_MIN'])} must not exceed "
-        f"THINK_TM_MAX={_number(c['THINK_TM_MAX'])}"
+        f"THINK_TM_MIN={number_text(c['THINK_TM_MIN'])} must not exceed "
+        f"THINK_TM_MAX={number_text(c['THINK_TM_MAX'])}"
     )
 
 
@@ -776,7 +774,7 @@ def _check_hotspot(c: Config) -> str | None:
     return (
         f"HOTSPOT_OFFSET_MB={c['HOTSPOT_OFFSET_MB']} + HOTSPOT_MB={c['HOTSPOT_MB']} ends at "
         f"{end_mb} MB, beyond the table (SCALE={c['SCALE']} rows = "
-        f"{_number(round(table_bytes / _MIB, 1))} MB)"
+        f"{number_text(round(table_bytes / _MIB, 1))} MB)"
     )
 
 
@@ -826,70 +824,3 @@ def check_combination(config: Config, *, scope: str | None = None) -> None:
         problem = check(config)
         if problem:
             raise ConfigError(problem)
-
-
-# --------------------------------------------------------------------------- click
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _human_bytes(size: int) -> str:
-    for unit, power in (("TiB", 4), ("GiB", 3), ("MiB", 2), ("KiB", 1)):
-        if size >= 1024**power:
-            return f"{size / 1024**power:.4g} {unit}"
-    return f"{size} bytes"
-
-
-def _default_text(option: Option) -> str:
-    default = option.default
-    if option.kind == "blocks":
-        return f"{default} rows = {_human_bytes(default * BLOCK_SIZE)}"
-    if option.kind == "bool":
-        return "TRUE" if default else "FALSE"
-    if option.kind in ("choice", "str", "path"):
-        return default or "none"
-    unit = f" {option.unit}" if option.unit and option.unit != "%" else option.unit
-    return f"{_number(default)}{unit}"
-
-
-def help_text(option: Option) -> str:
-    """--help text: the sentence, default, allowed values and the slob.conf key."""
-    key = f"slob.conf {option.name}" + ("" if option.slob else ", openslob only")
-    return f"{option.help} [default: {_default_text(option)}; allowed: {range_text(option)}; {key}]"
-
-
-def add_options(scope: str) -> Callable[[F], F]:
-    """Decorator adding ``--conf`` and one flag per option the command ``scope`` uses.
-
-    Flags are plain strings defaulting to None, so "not given" is distinguishable from a value
-    equal to the default and slob.conf can fill the gap; parsing happens in resolve().
-    """
-    options = options_for(scope)
-
-    def decorate(func: F) -> F:
-        for option in reversed(options):  # click lists options in reverse order of decoration
-            func = click.option(
-                option.flag,
-                option.param,
-                type=str,
-                default=None,
-                metavar=option.metavar,
-                help=help_text(option),
-            )(func)
-        return click.option(
-            "--conf",
-            "conf",
-            type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
-            metavar="FILE",
-            help="slob.conf to read [default: ./slob.conf if present]",
-        )(func)
-
-    return decorate
-
-
-def config_from_click(kwargs: dict[str, Any], scope: str) -> Config:
-    """Pop the option keywords that add_options(scope) created and resolve them."""
-    flags = {o.name: kwargs.pop(o.param, None) for o in options_for(scope)}
-    conf = kwargs.pop("conf", None)
-    return resolve(flags, conf, scope=scope)

@@ -1,13 +1,34 @@
-"""The interface every database engine implements; the runner and CLI see only this."""
+"""The interfaces of an engine plug-in: what the runner, the CLI and run.json may use.
+
+An engine is one folder under engines/ holding everything of one database: SQL and the work
+loop, statistics, doctor, its private server. It hands the rest of openslob one EnginePlugin
+(registry.py lists them), through which everything else is reached:
+
+    EnginePlugin    names, capabilities and terms, options and metrics it adds; which --target
+                    strings are its own; its private server; an Engine, a RunBackend and its
+                    WindowStats for a resolved Target
+    Engine          the data set's lifecycle (setup, verify, destroy, locks) and the doctor
+    RunBackend      work sessions (one long CALL per phase) and Monitor connections
+    Monitor         snapshots, live counters, the horizon, host files, wait samples
+    WindowStats     the window's figures from two snapshots (run.json keys, metrics table)
+    PrivateServer   the server openslob runs itself (start, stop, status, bulk loads)
+    Capabilities    what it can measure, and its own words for what the reports name
+
+Nothing outside engines/<name>/ asks which engine it talks to: it asks the plug-in, and the
+renderers read the engine's terms from run.json (engine.terms).
+"""
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
-from openslob.config.options import Config
+from openslob.config.options import Config, Option
+from openslob.model.metrics import Metric
 
 # Called with (rows loaded so far, rows to load in total) while setup runs.
 ProgressCallback = Callable[[int, int], None]
@@ -150,3 +171,261 @@ class Engine(ABC):
     @abstractmethod
     def end_loops_advice(self, ids: list[int]) -> str:
         """The statement that ends them, for the owner of an existing server."""
+
+
+# ------------------------------------------------------------------------------ the run
+
+
+class Monitor(Protocol):
+    """One sampler's connection: it must hold back no cleanup horizon between its queries."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """Every cumulative counter the window's figures are computed from."""
+
+    def loop_counters(self) -> dict[str, float] | None:
+        """Live cumulative counters of the loop's work (calls_select/update/scan, blks_read,
+        blks_hit, read_time_ms, wal_bytes), None when the engine has no live source."""
+
+    def horizon(self) -> dict[str, Any]:
+        """The oldest holder of the cleanup horizon now ({kind, holder, xmin, age_xids, role,
+        application, state, since, query}) and "figures" for the time series."""
+
+    def read_file(self, path: str) -> str | None:
+        """A file of the server's host (its /proc), None where the engine cannot read one."""
+
+    def sample_waits(
+        self, application_name: str, start_epoch: float, end_epoch: float | None, hz: float
+    ) -> Any:
+        """Wait samples of the window (Capabilities.wait_sampling): {samples, waits, commits}."""
+
+    def cancel(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class RunBackend(Protocol):
+    """What the run lifecycle needs from one instance."""
+
+    application_name: str
+
+    async def open_session(self, session_id: int, schema: str) -> Any: ...
+
+    async def call(self, session: Any, conf: dict[str, Any]) -> dict[str, Any]:
+        """The session's CALL of its loop for one phase; the loop's JSON result."""
+
+    async def publish_stats(self, session: Any) -> bool:
+        """Make the session publish its statistics; True when that ran one transaction."""
+
+    async def cancel(self, session: Any) -> None: ...
+
+    def cancel_now(self, session: Any) -> None: ...
+
+    async def close(self, session: Any) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+    def monitor(self, role: str) -> Monitor: ...
+
+    def host_files_reason(self) -> str | None:
+        """None when the server host's /proc is readable through the database, else why not."""
+
+    def terminate_leftovers(self) -> int: ...
+
+    def settings(self) -> dict[str, str]:
+        """Settings the run's figures depend on."""
+
+    def connection_lost(self, exc: BaseException) -> bool:
+        """Whether `exc` says the server (or the connection to it) is gone."""
+
+
+class WindowStats(Protocol):
+    """The window's figures from the two snapshots of one instance."""
+
+    def metrics(
+        self,
+        before: dict[str, Any],
+        after: dict[str, Any],
+        seconds: float,
+        settings: dict[str, str],
+        own_commits: int,
+    ) -> dict[str, Any]:
+        """run.json metrics (the metrics table's keys; null where it cannot say)."""
+
+    def details(
+        self, before: dict[str, Any], after: dict[str, Any], settings: dict[str, str]
+    ) -> dict[str, Any]:
+        """{io, statements, notes, history_length}: the breakdowns it has (null otherwise)."""
+
+    def ops_from_statements(
+        self, before: dict[str, Any] | None, after: dict[str, Any] | None
+    ) -> dict[str, int] | None:
+        """Window op counts from statement statistics, when the loops' own were lost."""
+
+    def work_per_op(
+        self,
+        before: dict[str, Any],
+        after: dict[str, Any],
+        settings: dict[str, str],
+        config: Config,
+        ops: dict[str, int] | None,
+    ) -> dict[str, Any] | None:
+        """Blocks per SLOBop kind, measured and as the layout predicts them."""
+
+
+# ----------------------------------------------------------------------- the private server
+
+# What every private server offers (SLOB's test modes): pio, direct I/O and a small cache, the
+# default; lio, the data set cached; redo, commits and log flushes dominate.
+PROFILES = ("pio", "lio", "redo")
+
+
+class PrivateServer(Protocol):
+    """A server openslob creates, starts and stops itself (one data directory)."""
+
+    label: str
+    files_dir: Path  # the data files' directory: its devices are the ones measured
+    instance_dir: Path
+
+    def start(self, profile: str | None = None, **settings: Any) -> Any: ...
+
+    def stop(self, *, timeout: float = 60) -> bool: ...
+
+    def status(self) -> Any:
+        """.state ("running" | "stopped" | "absent"), .pid, .profile, .settings, as_dict()."""
+
+    def destroy(self) -> None: ...
+
+    def kill_orphans(self) -> None:
+        """After its main process died: kill what is left of its sessions."""
+
+    def conninfo(self) -> str: ...
+
+    def bulk_load(self, notice: Callable[[str], None]) -> contextlib.AbstractContextManager[Any]:
+        """A context in which a large load runs fastest (then back to the test profile)."""
+
+
+# ------------------------------------------------------------------------------- a target
+
+
+@dataclass
+class Target:
+    """A resolved target: its engine, how to connect, and the private server when it is ours.
+
+    `printable` never holds a password; `connect` is the engine's own way in (libpq's
+    conninfo, a driver's keyword arguments)."""
+
+    engine: str
+    printable: str
+    connect: Any
+    server: PrivateServer | None = None
+
+    @property
+    def label(self) -> str:
+        return self.server.label if self.server is not None else self.printable
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine can measure, and its own words (run.json engine.terms) for what the
+    reports name: log (WAL / redo log), cache, db_io (where its I/O figures come from),
+    io_breakdown, statements, horizon (its cleanup horizon), direct_io (how its data I/O
+    bypasses the OS cache)."""
+
+    terms: dict[str, str]
+    wait_sampling: bool = False  # Monitor.sample_waits
+    host_files: bool = False  # Monitor.read_file of a remote server's /proc
+    statement_stats: bool = False  # per-statement figures (details' statements, op counts)
+
+
+class EnginePlugin(ABC):
+    """One engine, as the rest of openslob sees it (see the module docstring)."""
+
+    name: str  # run.json engine.name
+    title: str  # "PostgreSQL"
+    private_target: str  # --target of its private server ("embedded", ...)
+    capabilities: Capabilities
+    options: tuple[Option, ...] = ()  # parameters it adds (slob.conf / flags)
+    metrics: tuple[Metric, ...] = ()  # figures it adds to run.json metrics
+    target_help: str = ""  # how its --target strings look, for --help
+
+    @abstractmethod
+    def claims(self, target: str) -> bool:
+        """Whether a --target string is this engine's."""
+
+    @abstractmethod
+    def check_target(self, target: str) -> None:
+        """ConfigError (no password in it) when the string is malformed."""
+
+    @abstractmethod
+    def private_server(self, data_dir: Path | None, config: Any) -> PrivateServer: ...
+
+    @abstractmethod
+    def resolve(self, target: str, data_dir: Path | None, config: Any, *, start: bool) -> Target:
+        """The Target of a string it claims (its private server started when `start`)."""
+
+    @abstractmethod
+    def engine(self, target: Target) -> Engine: ...
+
+    @abstractmethod
+    def run_backend(self, target: Target, application_name: str, sessions: int) -> RunBackend: ...
+
+    @abstractmethod
+    def window(self) -> WindowStats: ...
+
+    @abstractmethod
+    def diagnose(self, target: Target, config: Config, sessions: int) -> list[Finding]: ...
+
+    # -- what a run needs to know of its settings
+    @abstractmethod
+    def cache_bytes(self, settings: dict[str, str]) -> int:
+        """The database's own block cache."""
+
+    @abstractmethod
+    def table_bytes(self, settings: dict[str, str], rows: int) -> int:
+        """Bytes of one schema's cf1 of `rows` rows on this server."""
+
+    @abstractmethod
+    def data_directory(self, settings: dict[str, str]) -> str | None:
+        """Where the server keeps its data files (its devices are the ones measured)."""
+
+    @abstractmethod
+    def pid_file(self, settings: dict[str, str]) -> str | None:
+        """The server's pid file, relative to its data directory (or absolute)."""
+
+    def run_notes(self, settings: dict[str, str]) -> list[str]:
+        """Warnings about settings that leave figures unmeasured (e.g. timing off)."""
+        return []
+
+    def run_description(self, settings: dict[str, str]) -> dict[str, Any]:
+        """run.json engine fields from its settings: page_size_bytes, variant (a label that
+        tells runs of different server builds apart in plots, e.g. a page size)."""
+        return {}
+
+    def service_targets(self, base: str, count: int) -> list[str] | None:
+        """SLOB's SQLNET_SERVICE_BASE1..MAX as target strings (None: not this engine's)."""
+        return None
+
+    def server_key(self, config: Any) -> str:
+        """Sweep points with the same key run on the same private server."""
+        return ""
+
+    # -- the data set's health
+    def horizon_effect(self) -> str:
+        return "old row versions could not be cleaned up"
+
+    def horizon_advice(self, hold: dict[str, Any]) -> str:
+        return "end that transaction"
+
+    def fast_update_cause(self, horizon: dict[str, Any]) -> str:
+        return ""
+
+    def is_bloated(self, facts: dict[str, Any] | None) -> bool:
+        return False
+
+    def window_warnings(self, entry: dict[str, Any], update_commits: float | None) -> list[str]:
+        """Its own warnings about one instance of a run (run.json instances[] entry)."""
+        return []
+
+    def error_hint(self, exc: BaseException) -> str | None:
+        """A hint for a driver error the user can act on (privilege, read-only, ...)."""
+        return None

@@ -31,21 +31,6 @@ from openslob.host.devices import describe_devices, devices_for_path
 from openslob.host.procfs import PROC, _read_optional, _read_text
 from openslob.model.rates import ratio
 
-# The device and CPU figures of host_delta that run.json always carries (null if unmeasured).
-DEVICE_CPU_METRICS = (
-    "device_reads_per_s",
-    "device_writes_per_s",
-    "device_read_mb_per_s",
-    "device_write_mb_per_s",
-    "device_read_latency_us",
-    "device_write_latency_us",
-    "device_util_pct",
-    "cpu_user_pct",
-    "cpu_sys_pct",
-    "cpu_iowait_pct",
-)
-
-
 # --------------------------------------------------------------------------------------------
 # Snapshots
 

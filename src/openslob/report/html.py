@@ -15,8 +15,8 @@ from openslob.analysis.awrinfo import analyze_rows, load_timeseries, plain_colum
 from openslob.oracle import awr_rows
 from openslob.report import plots
 from openslob.report.text import render_text
-from openslob.results.build import write_atomic
 from openslob.results.collect import RunRef, oracle_reports
+from openslob.results.rundir import write_atomic
 
 _CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, Roboto, sans-serif; margin: 2rem auto;

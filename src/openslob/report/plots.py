@@ -22,7 +22,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
 from openslob.model.histogram import Histogram, bucket_bounds, bucket_index
-from openslob.results.build import write_atomic
+from openslob.results.rundir import write_atomic
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -223,13 +223,11 @@ def petal_points(
 
 
 def curve_label(ref: RunRef) -> str:
-    """Whose curves a run belongs to: its sweep or directory, and for MariaDB its InnoDB page
-    size as the server reported it (one petal set per page size: the block-size study)."""
-    engine = ref.run.get("engine") or {}
-    page = (engine.get("settings") or {}).get("innodb_page_size")
-    if engine.get("name") != "mariadb" or not page:
-        return ref.label
-    return f"{ref.label} · {int(page) // 1024} KiB pages"
+    """Whose curves a run belongs to: its sweep or directory, and the engine's variant when
+    it has one (engine.variant: a page size chosen per server, one petal set per page size
+    in the block-size study)."""
+    variant = (ref.run.get("engine") or {}).get("variant")
+    return f"{ref.label} · {variant}" if variant else ref.label
 
 
 def _pct_text(pct: float) -> str:

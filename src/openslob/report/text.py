@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from openslob.model.metrics import DEFAULT_TERMS
+
 WIDTH = 100
 NA = "n/a"
 
@@ -129,13 +131,14 @@ def _wrap(text: str, width: int, indent: int) -> list[str]:
     return [*lines, current]
 
 
-def _mariadb(run: dict[str, Any]) -> bool:
-    return (run.get("engine") or {}).get("name") == "mariadb"
+def _terms(run: dict[str, Any]) -> dict[str, str]:
+    """The engine's own words for what the report names (run.json engine.terms)."""
+    return {**DEFAULT_TERMS, **((run.get("engine") or {}).get("terms") or {})}
 
 
 def _log(run: dict[str, Any]) -> str:
     """The engine's name for its write-ahead log."""
-    return "Redo log" if _mariadb(run) else "WAL"
+    return _terms(run)["log"]
 
 
 def _load_profile(run: dict[str, Any]) -> list[str]:
@@ -151,7 +154,7 @@ def _load_profile(run: dict[str, Any]) -> list[str]:
         ("Physical read MB", m.get("pio_read_mb_per_s")),
         ("Physical writes (DB)", m.get("pio_writes_per_s")),
         ("Physical write MB", m.get("pio_write_mb_per_s")),
-        ("Redo log MB" if _mariadb(run) else "WAL (redo) MB", m.get("wal_mb_per_s")),
+        (f"{_terms(run).get('log_long', _log(run))} MB", m.get("wal_mb_per_s")),
         ("WAL records", m.get("wal_records_per_s")),
         ("WAL full-page images", m.get("wal_fpi_per_s")),
         ("Commits", m.get("commits_per_s")),
@@ -205,7 +208,7 @@ def _io_profile(run: dict[str, Any]) -> list[str]:
         ["", "Reads/s", "Read MB/s", "Read us", "Writes/s", "Write MB/s", "Write us"],
         [
             [
-                "Database (performance_schema)" if _mariadb(run) else "Database (pg_stat_io)",
+                f"Database ({_terms(run)['db_io']})",
                 fmt(m.get("pio_reads_per_s")),
                 fmt(m.get("pio_read_mb_per_s")),
                 fmt(m.get("db_read_latency_us")),
@@ -235,7 +238,7 @@ def _io_profile(run: dict[str, Any]) -> list[str]:
     io = run.get("io")
     if io:
         lines.append("")
-        lines.append("pg_stat_io (window deltas)")
+        lines.append(f"{_terms(run).get('io_breakdown', _terms(run)['db_io'])} (window deltas)")
         lines += table(
             [
                 "backend",
@@ -316,21 +319,24 @@ def _work(run: dict[str, Any]) -> list[str]:
         if len(cf1) > 16:
             lines.append(f"... {len(cf1) - 16} more tables in run.json")
     lines.append("")
-    lines += _horizon_lines(horizon, history)
+    lines += _horizon_lines(horizon, history, _terms(run))
     return lines
 
 
-def _horizon_lines(horizon: dict[str, Any], history: dict[str, Any] | None) -> list[str]:
+def _horizon_lines(
+    horizon: dict[str, Any], history: dict[str, Any] | None, terms: dict[str, str]
+) -> list[str]:
     lines = []
     if history:
         lines.append(
-            f"InnoDB history list length: {fmt(history.get('before'))} before, "
+            f"{terms.get('history', 'History length')}: {fmt(history.get('before'))} before, "
             f"{fmt(history.get('after'))} after the window"
         )
     if horizon.get("max_age_xids") is not None:
         lines.append(
-            f"Oldest xmin of the database: at most {fmt(horizon['max_age_xids'])} "
-            f"transactions old ({fmt(horizon.get('samples'))} samples)"
+            f"Oldest {terms.get('horizon', 'cleanup horizon')}: at most "
+            f"{fmt(horizon['max_age_xids'])} transactions old "
+            f"({fmt(horizon.get('samples'))} samples)"
         )
     holds = [h for h in horizon.get("holds") or [] if h["held_s"] >= 2.0]
     for hold in holds[:5]:
@@ -388,7 +394,7 @@ def _int(value: float | None) -> int | None:
 def _wal(run: dict[str, Any]) -> list[str]:
     m = run["metrics"]
     commits, syncs = m.get("commits_per_s"), m.get("wal_syncs_per_s")
-    lines = section("Redo log and commits" if _mariadb(run) else "WAL (redo) and commits")
+    lines = section(f"{_terms(run).get('log_long', _log(run))} and commits")
     lines += table(
         ["", "Value"],
         [
@@ -448,10 +454,11 @@ def _os(run: dict[str, Any]) -> list[str]:
 
 
 def _statements(run: dict[str, Any]) -> list[str]:
-    if _mariadb(run):
-        return []  # no per-statement I/O counters (the notes say so)
+    source = _terms(run).get("statements")
+    if source is None:
+        return []  # the engine has no per-statement I/O counters (the notes say so)
     rows = run.get("statements")
-    lines = section("Top statements by time (pg_stat_statements)")
+    lines = section(f"Top statements by time ({source})")
     if not rows:
         return [*lines, NA]
     lines += table(

@@ -9,76 +9,32 @@ A figure that cannot be measured is null, never 0 and never invented.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import os
-import re
-import secrets
 import socket
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from openslob import __version__
 from openslob.config.options import Config
 from openslob.engines import registry
 from openslob.engines.common.tables import CACHE_RATIO, schema_order
-from openslob.engines.registry import OP_TYPES
+from openslob.engines.common.work import OP_TYPES
 from openslob.host import snapshot as host_snapshot
 from openslob.model import combine
-from openslob.model.errors import ConfigError, OpenslobError
 from openslob.model.histogram import Histogram
+from openslob.model.metrics import core_keys
 from openslob.model.rates import per_s
 from openslob.results import health as dataset_health
-from openslob.runner.controller import RunRecord, SessionOutcome
+from openslob.results.rundir import SCHEMA_VERSION, iso
+from openslob.runner.record import RunRecord, SessionOutcome
 
 # 2: instances[] (per-instance figures and snapshots); metrics are the totals over them
-SCHEMA_VERSION = 2
+# The metrics every run.json carries (null when not measured), from the metrics table.
+DATABASE_FIGURES = core_keys("database")
+HOST_FIGURES = core_keys("host")
 READ_MISMATCH_PCT = 10
 CPU_SATURATED_PCT = 90
-
-
-def iso(epoch: float | None) -> str | None:
-    if epoch is None:
-        return None
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
-
-
-def run_directory(parent: Path, label: str | None) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-") if label else ""
-    path = parent / (f"{stamp}-{safe}" if safe else stamp)
-    suffix = 1
-    while path.exists():
-        suffix += 1
-        path = parent / f"{stamp}-{safe or 'run'}-{suffix}"
-    path.mkdir(parents=True)
-    return path
-
-
-# A directory name is at most 255 bytes (NAME_MAX); the time stamp and suffixes need room.
-MAX_LABEL_BYTES = 200
-
-
-def check_results_place(parent: Path, label: str | None, option: str = "--results-dir") -> None:
-    """Refuse (exit 2), before anything runs, a label too long to name a directory and a
-    results directory that cannot be created or written: not after the run."""
-    if label and len(label.encode()) > MAX_LABEL_BYTES:
-        raise ConfigError(
-            f"--label is {len(label.encode())} bytes long; at most {MAX_LABEL_BYTES} "
-            "(it names the results directory)"
-        )
-    existing = parent.absolute()
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ConfigError(f"{option} {parent}: {existing} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"{option} {parent}: {existing} is not writable")
 
 
 def _window_seconds(record: RunRecord) -> float | None:
@@ -112,14 +68,16 @@ def build_metrics(
     ops_source: list[str],
 ) -> dict[str, Any]:
     """The metrics of one instance of the run (all of it when there is one)."""
-    inst, settings, engine = record.instances[index], info.settings, info.engine["name"]
+    inst, settings = record.instances[index], info.settings
+    plugin = registry.plugin(info.engine["name"])
+    window = plugin.window()
     seconds = _window_seconds(record) or 0.0
     ops = _ops(record.sessions_of(index))
     if ops is None or record.status != "complete":
-        counted = registry.ops_from_statements(engine, inst.db_before, inst.db_after)
+        counted = window.ops_from_statements(inst.db_before, inst.db_after)
         if counted is not None and (ops is None or sum(counted.values()) > sum(ops.values())):
             ops = counted
-            ops_source.append("pg_stat_statements (loop results were lost with the cancel)")
+            ops_source.append(plugin.capabilities.terms.get("ops_fallback", "statements"))
     metrics: dict[str, Any] = {}
 
     if ops is None:
@@ -132,40 +90,15 @@ def build_metrics(
             metrics[f"{kind}s_per_s"] = per_s(ops[kind], seconds)
     if inst.db_before and inst.db_after and seconds > 0:
         metrics.update(
-            registry.window_metrics(
-                engine, inst.db_before, inst.db_after, seconds, settings, inst.own_commits
-            )
+            window.metrics(inst.db_before, inst.db_after, seconds, settings, inst.own_commits)
         )
     else:
-        metrics.update(
-            dict.fromkeys(
-                (
-                    "lio_per_s",
-                    "pio_reads_per_s",
-                    "pio_read_mb_per_s",
-                    "pio_writes_per_s",
-                    "pio_write_mb_per_s",
-                    "db_read_latency_us",
-                    "db_write_latency_us",
-                    "wal_mb_per_s",
-                    "wal_records_per_s",
-                    "wal_fpi_per_s",
-                    "wal_writes_per_s",
-                    "wal_syncs_per_s",
-                    "wal_sync_latency_us",
-                    "commits_per_s",
-                    "rollbacks_per_s",
-                    "db_time_s",
-                    "temp_mb",
-                )
-            )
-        )
-    if engine == registry.POSTGRESQL and settings.get("track_io_timing") != "on":
-        of = f" on {inst.target}" if len(record.instances) > 1 else ""
-        warnings.append(f"track_io_timing is off{of}: database read latency is not measured (null)")
+        metrics.update(dict.fromkeys(DATABASE_FIGURES))
+    of = f" on {inst.target}" if len(record.instances) > 1 else ""
+    warnings += [f"{warning}{of}" for warning in plugin.run_notes(settings)]
     if inst.host_before and inst.host_after:
         metrics.update(host_snapshot.host_delta(inst.host_before, inst.host_after))
-    for key in (*host_snapshot.DEVICE_CPU_METRICS, "server_cpu_seconds"):
+    for key in (*HOST_FIGURES, "server_cpu_seconds"):
         metrics.setdefault(key, None)
     metrics["db_cpu_s"] = metrics.pop("server_cpu_seconds", None)
     if ops is not None and metrics.get("lio_per_s") is not None and sum(ops.values()):
@@ -181,6 +114,8 @@ def _warnings(
     warnings: list[str],
 ) -> None:
     """Warnings about the run's totals."""
+    plugins = [registry.plugin(i.engine["name"]) for i in instances]
+    direct_io = plugins[0].capabilities.terms.get("direct_io", "the engine's direct I/O")
     db_reads, dev_reads = metrics.get("pio_reads_per_s"), metrics.get("device_reads_per_s")
     if db_reads and dev_reads is not None:
         gap = abs(db_reads - dev_reads) / db_reads * 100
@@ -188,8 +123,7 @@ def _warnings(
             warnings.append(
                 f"database physical reads ({db_reads:,.0f}/s) exceed device reads "
                 f"({dev_reads:,.0f}/s) by {gap:.0f} %: the OS page cache is serving reads. "
-                "Use direct I/O (debug_io_direct = data, PostgreSQL 16+; the private server's "
-                "pio profile) or a data set far larger than RAM."
+                f"Use direct I/O ({direct_io}) or a data set far larger than RAM."
             )
         elif gap > READ_MISMATCH_PCT:
             warnings.append(
@@ -206,16 +140,16 @@ def _warnings(
             "limits this run; fewer sessions or more CPUs measure the storage"
         )
     # Each instance caches its own schemas: the totals over instances compare.
-    cache = sum(registry.cache_bytes(i.engine["name"], i.settings) for i in instances)
+    cache = sum(p.cache_bytes(i.settings) for p, i in zip(plugins, instances, strict=True))
     data_bytes = sum(
         len({o.schema for o in record.sessions_of(k)})
-        * registry.table_bytes(i.engine["name"], i.settings, config["SCALE"])
+        * plugins[k].table_bytes(i.settings, config["SCALE"])
         for k, i in enumerate(instances)
     )
     pio = all(i.profile in (None, "pio") for i in instances)
     if pio and cache and data_bytes < CACHE_RATIO * cache:
         share = min(cache / data_bytes * 100, 100) if data_bytes else 100
-        name = registry.cache_name(instances[0].engine["name"])
+        name = plugins[0].capabilities.terms.get("cache", "the database cache")
         warnings.append(
             f"the data set ({data_bytes / 2**20:,.0f} MB) is less than {CACHE_RATIO}x {name} "
             f"({cache / 2**20:,.0f} MB): up to {share:.0f} % of it can be cached, "
@@ -308,8 +242,9 @@ def _instance_entry(
     inst = record.instances[index]
     before, after = inst.db_before or {}, inst.db_after or {}
     sessions = record.sessions_of(index)
-    engine = info.engine["name"]
-    details = registry.window_details(engine, before, after, info.settings)
+    plugin = registry.plugin(info.engine["name"])
+    window = plugin.window()
+    details = window.details(before, after, info.settings)
     schemas = sorted({o.schema for o in sessions}, key=schema_order)
     used = [*schemas, "user1"] if config["HOT_SCHEMA_FREQUENCY"] else schemas
     both = bool(before and after)
@@ -323,14 +258,11 @@ def _instance_entry(
         "latency": _latency(sessions),
         "waits": _waits(inst.waits),
         "wait_samples": inst.wait_samples,
-        "work_per_op": registry.work_per_op(
-            engine, before, after, info.settings, config, _ops(sessions)
-        )
+        "work_per_op": window.work_per_op(before, after, info.settings, config, _ops(sessions))
         if both
         else None,
         "tables": dataset_health.table_changes(before, after, used),
         "horizon": inst.horizon.as_dict(),
-        "history_length": dataset_health.history_lengths(before, after),
         **details,
         "snapshots": {"before": inst.db_before, "after": inst.db_after},
     }
@@ -339,7 +271,13 @@ def _instance_entry(
 def _run_engine_and_host(instances: list[InstanceInfo]) -> tuple[dict, dict]:
     """The top-level engine and host: the instance's own, or a summary of several."""
     first = instances[0]
-    engine = {**first.engine, "profile": first.profile}
+    plugin = registry.plugin(first.engine["name"])
+    engine = {
+        **first.engine,
+        "profile": first.profile,
+        "title": plugin.title,
+        "terms": dict(plugin.capabilities.terms),
+    }
     if len(instances) == 1:
         return engine, first.host_info
     versions = {i.engine.get("version") for i in instances}
@@ -461,109 +399,3 @@ def build_run_json(
         "generated_at": iso(datetime.now(UTC).timestamp()),
         "hostname": socket.gethostname(),
     }
-
-
-class NotSaved(OpenslobError):
-    """A finished run whose files could not all be written (a full or read-only disk): the
-    message names each file and why; `report` is the text report, for the terminal."""
-
-    def __init__(self, message: str, report: str) -> None:
-        super().__init__(message)
-        self.report = report
-
-
-def write_atomic(path: Path, content: str | bytes | Callable[[BinaryIO], None]) -> Path:
-    """Write `path` whole or not at all: into a hidden file beside it, flushed to the disk,
-    then renamed over it. A full disk leaves the old file (or none), never a truncated one.
-    `content` is text, bytes, or a function writing to the open binary file."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        # O_EXCL: never follow or reuse someone's file; 0o666 less the umask, like open()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                if callable(content):
-                    content(fh)
-                else:
-                    fh.write(content.encode() if isinstance(content, str) else content)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        # name the file the user asked for, not our temporary one (a full disk names none)
-        exc.filename, exc.filename2 = str(path), None
-        raise
-    return path
-
-
-def timeseries_csv(timeseries: list[dict[str, Any]]) -> str:
-    """timeseries.csv's text: one row per sample, empty cells for unmeasured figures."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(timeseries[0]))
-    writer.writeheader()
-    for row in timeseries:
-        writer.writerow(
-            {
-                k: ("" if v is None else round(v, 3) if isinstance(v, float) else v)
-                for k, v in row.items()
-            }
-        )
-    return buffer.getvalue()
-
-
-def write_run(
-    path: Path, run: dict[str, Any], timeseries: list[dict[str, Any]], report: str = ""
-) -> None:
-    """run.json, report.txt (when given) and timeseries.csv (when sampled), each written
-    whole or not at all. Every file is tried; then NotSaved names those that failed."""
-    files = {"run.json": json.dumps(run, indent=2, default=str) + "\n"}
-    if report:
-        files["report.txt"] = report
-    if timeseries:
-        files["timeseries.csv"] = timeseries_csv(timeseries)
-    failed = []
-    for name, text in files.items():
-        try:
-            write_atomic(path / name, text)
-        except OSError as exc:
-            failed.append(f"{name} ({exc.strerror or exc})")
-    if failed:
-        raise NotSaved(
-            f"the run finished, but not all of its results were saved in {path}: "
-            f"{', '.join(failed)} not written; the report is printed above",
-            report,
-        )
-
-
-# What the text report reads without a fallback (analyses and plots take any key missing).
-REPORT_KEYS = ("config", "engine", "host", "latency", "metrics", "sessions", "status", "window")
-
-
-def load_run(path: Path, require: tuple[str, ...] = ()) -> dict[str, Any]:
-    """run.json of a run directory (or the file itself), checked for a known schema; a
-    damaged file (truncated, not an object, `require`d keys missing) is one error naming it."""
-    file = path / "run.json" if path.is_dir() else path
-    try:
-        run = json.loads(file.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise OpenslobError(f"{file}: not a readable run.json ({exc})") from exc
-    if not isinstance(run, dict):
-        raise OpenslobError(f"{file}: not a run.json (a JSON {type(run).__name__}, not an object)")
-    version = run.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise OpenslobError(
-            f"{file}: schema_version {version!r} is newer than this tool "
-            f"understands ({SCHEMA_VERSION}); upgrade openslob"
-        )
-    require_keys(run, require, file)
-    return run
-
-
-def require_keys(run: dict[str, Any], keys: tuple[str, ...], file: Path) -> None:
-    """A run.json that parses but lacks what a renderer reads is named, not a KeyError."""
-    missing = [key for key in keys if key not in run]
-    if missing:
-        raise OpenslobError(f"{file}: a damaged run.json (no {', '.join(missing)})")

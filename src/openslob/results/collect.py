@@ -43,7 +43,7 @@ from openslob.oracle import (
     to_run,
 )
 from openslob.oracle.model import label as label_report
-from openslob.results.build import load_run
+from openslob.results.rundir import load_run
 
 SWEEP_FILE = "sweep.json"
 RUN_FILE = "run.json"

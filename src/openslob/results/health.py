@@ -1,10 +1,10 @@
 """Whether a window measured the data set SLOB describes, and the warnings when it did not.
 
 Three views of one instance over the window, all measured:
-- its tables before and after (pages, live and dead row versions: PostgreSQL's catalog and
-  statistics), so a table that grew during the run shows;
-- who held back its cleanup horizon (horizon.HorizonWatch: PostgreSQL's xmin, InnoDB's
-  purge and history list), with what to do about it;
+- its tables before and after (pages, live and dead row versions, where the engine reports
+  them), so a table that grew during the run shows;
+- who held back its cleanup horizon (model.horizon.HorizonWatch), with what the engine says
+  to do about it;
 - the blocks each SLOBop kind cost against what the layout predicts (engine work_per_op):
   a bloated table or a held horizon makes every op visit more blocks than WORK_UNIT rows
   and the index need, and the op latencies then measure that extra work.
@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from openslob.engines import registry
+from openslob.engines.api import EnginePlugin
 from openslob.engines.common.tables import schema_order
 
 WORK_EXCESS_PCT = 15.0  # blocks per op above the prediction that deserve a warning
@@ -41,20 +42,6 @@ def table_changes(
         name: {"before": pick((first or {}).get(name)), "after": pick((last or {}).get(name))}
         for name in sorted(names, key=lambda n: (schema_order(n.split(".")[0]), n))
     }
-
-
-def history_lengths(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict | None:
-    """InnoDB's history list length at the two snapshots (None on other engines)."""
-    key = "Innodb_history_list_length"
-    first = ((before or {}).get("status") or {}).get(key)
-    last = ((after or {}).get("status") or {}).get(key)
-    if first is None and last is None:
-        return None
-    return {"before": _int(first), "after": _int(last)}
-
-
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
 
 
 def grown_tables(tables: dict[str, Any] | None) -> list[str]:
@@ -87,7 +74,7 @@ def _holder_text(hold: dict[str, Any]) -> str:
     return who[0] + (f" ({', '.join(details)})" if details else "")
 
 
-def horizon_warnings(engine: str, entry: dict[str, Any], updates: bool) -> list[str]:
+def horizon_warnings(plugin: EnginePlugin, entry: dict[str, Any], updates: bool) -> list[str]:
     """A held horizon while updates ran, naming the holder and what to do."""
     holds = [h for h in (entry.get("horizon") or {}).get("holds", []) if h["held_s"] >= 2.0]
     if not updates or not holds:
@@ -95,11 +82,11 @@ def horizon_warnings(engine: str, entry: dict[str, Any], updates: bool) -> list[
     warnings = []
     for hold in holds[:3]:
         ours = (hold.get("application") or "").startswith(OWN_APPLICATION)
-        effect = registry.horizon_effect(engine)
+        effect = plugin.horizon_effect()
         what = (
             "openslob's own connection did (a defect of openslob: please report it)"
             if ours
-            else registry.horizon_advice(engine, hold)
+            else plugin.horizon_advice(hold)
         )
         warnings.append(
             f"the cleanup horizon was held back for {hold['held_s']:.0f} s of the run by "
@@ -134,34 +121,19 @@ def work_warnings(entry: dict[str, Any], causes: list[str]) -> list[str]:
     return warnings
 
 
-def purge_warning(entry: dict[str, Any], update_commits: float | None) -> list[str]:
-    history = entry.get("history_length") or {}
-    first, last = history.get("before"), history.get("after")
-    if first is None or last is None or not update_commits:
-        return []
-    limit = max(registry.PURGE_BEHIND_MIN, registry.PURGE_BEHIND_SHARE * update_commits)
-    if last - first <= limit:
-        return []
-    return [
-        f"purge fell behind: the InnoDB history list grew from {first:,} to {last:,} during the "
-        f"window ({update_commits:,.0f} update commits): old row versions piled up in undo "
-        "and purge will compete with the next runs for I/O. An open transaction keeps purge "
-        "from catching up (see the Data set section), or purge threads are too few"
-    ]
-
-
 def warnings(engine: str, entry: dict[str, Any], seconds: float) -> list[str]:
     """Every warning about one instance's data set and work per op, causes first."""
+    plugin = registry.plugin(engine)
     metrics = entry.get("metrics") or {}
     updates = metrics.get("updates_per_s")
     update_commits = None if updates is None else updates * seconds
-    held = horizon_warnings(engine, entry, bool(updates))
+    held = horizon_warnings(plugin, entry, bool(updates))
     grown = grown_tables(entry.get("tables"))
     found, causes = [], ["the cleanup horizon was held (above)"] if held else []
     tables = entry.get("tables") or {}
     if grown:
-        refused = any(registry.is_bloated(engine, c.get("after")) for c in tables.values())
-        why = "" if held else registry.fast_update_cause(engine, entry.get("horizon") or {})
+        refused = any(plugin.is_bloated(c.get("after")) for c in tables.values())
+        why = "" if held else plugin.fast_update_cause(entry.get("horizon") or {})
         found.append(
             f"tables grew during the window ({'; '.join(grown[:3])}"
             f"{'; ...' if len(grown) > 3 else ''}): updated rows left their pages{why}"
@@ -171,8 +143,9 @@ def warnings(engine: str, entry: dict[str, Any], seconds: float) -> list[str]:
     bloated = [
         f"{name} {change['before']['pages']:,} pages"
         for name, change in tables.items()
-        if registry.is_bloated(engine, change.get("before"))
+        if plugin.is_bloated(change.get("before"))
     ]
     if bloated:
         causes.insert(0, f"the run started on bloated tables ({', '.join(bloated[:3])})")
-    return held + found + work_warnings(entry, causes) + purge_warning(entry, update_commits)
+    own = plugin.window_warnings(entry, update_commits)
+    return held + found + work_warnings(entry, causes) + own

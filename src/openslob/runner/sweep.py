@@ -22,11 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from openslob.config.options import OPTIONS_BY_NAME, Config, parse_value, resolve
+from openslob.engines import registry
 from openslob.model.errors import ConfigError, Terminated
+from openslob.model.plan import session_schemas
 from openslob.results.collect import SWEEP_FILE
-from openslob.runner.controller import ProgressFn, session_schemas
-from openslob.runner.execute import Notice, Prepared, execute, prepare, restore_layout
-from openslob.runner.targets import EMBEDDED_MARIADB
+from openslob.results.rundir import write_atomic
+from openslob.runner.execute import Render, execute
+from openslob.runner.prepare import Notice, Prepared, prepare, restore_layout
+from openslob.runner.record import ProgressFn
+from openslob.runner.targets import target_strings
 
 SCHEMA_VERSION = 1
 # Options whose values may legitimately contain commas are never split into lists.
@@ -193,9 +197,8 @@ def _comparable(sweep: Mapping[str, Any]) -> str:
 
 
 def save(path: Path, sweep: dict[str, Any]) -> None:
-    tmp = path / (SWEEP_FILE + ".tmp")
-    tmp.write_text(json.dumps(sweep, indent=2, default=str) + "\n")
-    tmp.replace(path / SWEEP_FILE)
+    """sweep.json whole or not at all (a full disk leaves the previous one)."""
+    write_atomic(path / SWEEP_FILE, json.dumps(sweep, indent=2, default=str) + "\n")
 
 
 # ------------------------------------------------------------------------------ running
@@ -216,6 +219,19 @@ class SweepOutcome:
 PointDone = Callable[[dict[str, Any], dict[str, Any] | None], None]
 
 
+@dataclass
+class _Sweep:
+    """What every point of one sweep shares."""
+
+    path: Path
+    sweep: dict[str, Any]
+    label: str | None
+    notice: Notice
+    progress: ProgressFn | None
+    point_started: Callable[[dict[str, Any]], None] | None
+    render: Render | None
+
+
 def run_sweep(
     plan: SweepPlan,
     *,
@@ -227,75 +243,67 @@ def run_sweep(
     progress: ProgressFn | None = None,
     point_started: Callable[[dict[str, Any]], None] | None = None,
     point_done: PointDone | None = None,
+    render: Render | None = None,
 ) -> SweepOutcome:
+    """The points not yet complete, in order (`render`: each point's text report)."""
     started = time.monotonic()
     sweep = load_or_create(path, plan, label)
+    shared = _Sweep(path, sweep, label, notice, progress, point_started, render)
     outcome = SweepOutcome(path, sweep)
     by_name = {p.name: p for p in plan.points}
     todo = [p for p in sweep["points"] if p["status"] != "complete"]
     outcome.skipped = [p["name"] for p in sweep["points"] if p["status"] == "complete"]
-    if todo:
-        # One preparation per private server: a page-size axis (embedded-mariadb) means one
-        # server and data set per page size, prepared before its first point runs.
-        groups: dict[str, list[Point]] = {}
+    # One preparation per private server: an engine that keeps one server per value of an
+    # option (a page size) has one server and data set per value, prepared before its first
+    # point runs.
+    groups: dict[str, list[Point]] = {}
+    for entry in todo:
+        groups.setdefault(_server_key(target, by_name[entry["name"]]), []).append(
+            by_name[entry["name"]]
+        )
+    prepared_by_key: dict[str, Prepared] = {}
+    try:
         for entry in todo:
-            point = by_name[entry["name"]]
-            groups.setdefault(_server_key(target, point), []).append(point)
-        prepared_by_key: dict[str, Prepared] = {}
-        try:
-            for entry in todo:
-                key = _server_key(target, by_name[entry["name"]])
-                if key not in prepared_by_key:
-                    # The previous page size's server is stopped: its background flushing and
-                    # purge must not share the device with the next one's points.
-                    for done in prepared_by_key.values():
-                        done.release()
-                        _stop_private_mariadb(done, notice)
-                    prepared_by_key[key] = _prepare_once(
-                        plan, groups[key], target, data_dir, notice
-                    )
-                prepared = prepared_by_key[key]
-                result = _run_point(
-                    prepared,
-                    path,
-                    sweep,
-                    entry,
-                    by_name[entry["name"]],
-                    label,
-                    notice,
-                    progress,
-                    point_started,
-                )
-                outcome.ran.append(entry["name"])
-                config = by_name[entry["name"]].config
-                outcome.run_seconds += float(config["WARMUP"]) + (
-                    (result or {}).get("window", {}).get("seconds") or 0.0
-                )
-                if point_done:
-                    point_done(entry, result)
-                if entry["status"] != "complete":
-                    outcome.stopped = entry["status"]
-                    outcome.stopped_by = (result or entry).get("stopped_by")
-                    break
-        finally:
-            for prepared in prepared_by_key.values():
-                prepared.release()  # the data sets' locks
+            key = _server_key(target, by_name[entry["name"]])
+            if key not in prepared_by_key:
+                # The previous group's private servers are stopped: their background
+                # flushing and purge must not share the device with the next points.
+                for done in prepared_by_key.values():
+                    done.release()
+                    _stop_private_servers(done, notice)
+                prepared_by_key[key] = _prepare_once(plan, groups[key], target, data_dir, notice)
+            result = _run_point(prepared_by_key[key], shared, entry, by_name[entry["name"]])
+            outcome.ran.append(entry["name"])
+            config = by_name[entry["name"]].config
+            outcome.run_seconds += float(config["WARMUP"]) + (
+                (result or {}).get("window", {}).get("seconds") or 0.0
+            )
+            if point_done:
+                point_done(entry, result)
+            if entry["status"] != "complete":
+                outcome.stopped = entry["status"]
+                outcome.stopped_by = (result or entry).get("stopped_by")
+                break
+    finally:
+        for prepared in prepared_by_key.values():
+            prepared.release()  # the data sets' locks
     outcome.wall_seconds = time.monotonic() - started
     return outcome
 
 
-def _stop_private_mariadb(prepared: Prepared, notice: Notice) -> None:
+def _stop_private_servers(prepared: Prepared, notice: Notice) -> None:
     for instance in prepared.instances:
         server = instance.target.server
-        if instance.target.engine == "mariadb" and server is not None and server.stop():
+        if server is not None and server.stop():
             notice(f"stopped {instance.target.label}")
 
 
 def _server_key(target: str | list[str] | tuple[str, ...] | None, point: Point) -> str:
-    """Points with the same key run on the same servers (the page size picks the private
-    MariaDB's data directory; every other option leaves the servers as they are)."""
+    """Points with the same key run on the same servers: the engines' own (a private server
+    per page size, say), the same for every point otherwise."""
     targets = [target] if isinstance(target, str) else list(target or [])
-    return str(point.config["PAGE_SIZE"]) if EMBEDDED_MARIADB in targets else ""
+    names = target_strings(targets, point.config)
+    return " ".join(registry.plugin_for_target(t).server_key(point.config) for t in names)
 
 
 def _prepare_once(
@@ -318,30 +326,29 @@ def _prepare_once(
 
 
 def _run_point(
-    prepared: Prepared,
-    path: Path,
-    sweep: dict[str, Any],
-    entry: dict[str, Any],
-    point: Point,
-    label: str | None,
-    notice: Notice,
-    progress: ProgressFn | None,
-    point_started: Callable[[dict[str, Any]], None] | None,
+    prepared: Prepared, shared: _Sweep, entry: dict[str, Any], point: Point
 ) -> dict[str, Any] | None:
+    path, sweep = shared.path, shared.sweep
     run_dir = path / entry["run_dir"]
     if run_dir.exists():  # an earlier attempt that did not complete: ours to replace
         shutil.rmtree(run_dir)
     entry.update(status="running", started=_now(), finished=None, error=None)
     save(path, sweep)
-    if point_started:
-        point_started(entry)
+    if shared.point_started:
+        shared.point_started(entry)
     result: dict[str, Any] | None = None
     try:
         # Every point starts on the layout SLOB describes; what had to be reloaded is kept.
-        entry["reloaded"] = restore_layout(prepared, point.config, notice)
+        entry["reloaded"] = restore_layout(prepared, point.config, shared.notice)
         save(path, sweep)
         result = execute(
-            prepared, point.config, run_dir, label=label, notice=notice, progress=progress
+            prepared,
+            point.config,
+            run_dir,
+            label=shared.label,
+            notice=shared.notice,
+            progress=shared.progress,
+            render=shared.render,
         )
         entry.update(status=result["status"], error=result.get("error"))
     except KeyboardInterrupt as exc:

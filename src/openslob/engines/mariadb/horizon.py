@@ -7,9 +7,8 @@ transaction with an old read view (another session's consistent snapshot, a long
 stops purge and the list grows by one per update commit. cf1 keeps its size (updates stay
 in place), but undo grows and purge then competes with the run for I/O. The sampler reads
 the list length (SHOW GLOBAL STATUS Innodb_history_list_length) and the oldest transaction
-(information_schema.INNODB_TRX) every interval. Purge has fallen behind when the list grew
-by more than half the window's update commits (and by at least 100: registry's
-PURGE_BEHIND_*); with purge keeping up it stayed at 130-210 during a 30 s UPDATE_PCT=100 run.
+(information_schema.INNODB_TRX) every interval (plugin.window_warnings says when purge fell
+behind).
 """
 
 from __future__ import annotations

@@ -166,6 +166,9 @@ class MariaDBRunBackend:
         with connect(self.connect_kwargs) as conn:
             return global_variables(conn, RUN_SETTINGS)
 
+    def connection_lost(self, exc: BaseException) -> bool:
+        return isinstance(exc, pymysql.err.OperationalError | pymysql.err.InterfaceError)
+
     def shutdown(self) -> None:
         """Release the worker threads (after every session is closed)."""
         self._threads.shutdown(wait=False, cancel_futures=True)

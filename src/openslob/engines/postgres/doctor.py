@@ -15,7 +15,7 @@ from openslob.config.options import BLOCK_SIZE, Config
 from openslob.engines.api import Finding
 from openslob.engines.common.tables import CACHE_RATIO
 from openslob.model.errors import OpenslobError
-from openslob.runner.controller import session_schemas
+from openslob.model.plan import session_schemas
 
 MIN_VERSION = 130000
 

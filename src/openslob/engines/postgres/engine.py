@@ -14,7 +14,7 @@ from openslob.engines.postgres.dataset import DatasetLoader, TableSpec
 from openslob.engines.postgres.verify import TableVerifier, amcheck_available
 from openslob.engines.postgres.workload import install_procedures
 from openslob.model.errors import SetupError
-from openslob.runner.targets import redact
+from openslob.model.secrets import redact
 
 MIN_SERVER_VERSION = 130000
 DESCRIBED_SETTINGS = (

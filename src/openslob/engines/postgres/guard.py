@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 
 from openslob.model.errors import BusyError, SetupError
-from openslob.runner.targets import redact
+from openslob.model.secrets import redact
 
 LOCK_KEY = (0x534C4F42, 1)  # ("SLOB", 1): advisory locks are per database
 LOCK_APP = "openslob-lock"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 PROFILES = ("pio", "lio", "redo")
 # Internal, never chosen by users: `slob setup` runs a bulk load in it (see
-# EmbeddedServer.buffered_for_load), then restarts the server into its test profile.
+# EmbeddedServer.bulk_load), then restarts the server into its test profile.
 LOAD_PROFILE = "load"
 DIRECT_IO_PROFILES = ("pio", "redo")
 

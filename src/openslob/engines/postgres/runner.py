@@ -83,14 +83,22 @@ class Monitor:
         if in_transaction:
             self.conn.read_only = True
         self.with_statements = stats.has_statements(self.conn)
+        # Without timing the statements' read time is 0, not a measurement: the time
+        # series' read latency is then null.
+        self.io_timing = self.conn.execute("SHOW track_io_timing").fetchone()[0] == "on"
 
     def snapshot(self) -> stats.Snapshot:
         return stats.take_snapshot(self.conn, with_statements=self.with_statements)
 
-    def loop_counters(self) -> dict[str, float] | None:
+    def loop_counters(self) -> dict[str, float | None] | None:
         if not self.with_statements:
             return None
-        return stats.loop_counters(stats.statements(self.conn, loop_only=True))
+        counters: dict[str, float | None] | None = stats.loop_counters(
+            stats.statements(self.conn, loop_only=True)
+        )
+        if counters is not None and not self.io_timing:
+            counters["read_time_ms"] = None
+        return counters
 
     def horizon(self) -> dict[str, Any]:
         """Who holds the oldest xmin of the database now (horizon.oldest_holder), with the
@@ -238,6 +246,9 @@ class PostgresRunBackend:
 
     def shutdown(self) -> None:
         """Nothing to release: sessions are async connections on the run's event loop."""
+
+    def connection_lost(self, exc: BaseException) -> bool:
+        return isinstance(exc, psycopg.OperationalError)
 
     def monitor(self, role: str) -> Monitor:
         """A monitor connection; the "waits" one in another database of the cluster when one

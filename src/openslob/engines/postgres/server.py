@@ -135,6 +135,10 @@ class EmbeddedServer:
     # ----------------------------------------------------------------- paths and identity
 
     @property
+    def label(self) -> str:
+        return f"embedded PostgreSQL in {self.data_dir}"
+
+    @property
     def instance_dir(self) -> Path:
         """Everything of this instance lives here (what `slob server destroy` deletes)."""
         return self.data_dir
@@ -316,7 +320,7 @@ class EmbeddedServer:
         self._prepare_directories()
         self._install_binaries()
         info = self._instance()
-        # A setup killed inside buffered_for_load left the load profile: back to the test one.
+        # A setup killed inside bulk_load left the load profile: back to the test one.
         test_profile = info.get("profile_after_load") or info.get("profile", "pio")
         if profile != LOAD_PROFILE:
             info.pop("profile_after_load", None)
@@ -358,7 +362,7 @@ class EmbeddedServer:
         return self.status()
 
     @contextlib.contextmanager
-    def buffered_for_load(self, notice: Callable[[str], None] = lambda _m: None) -> Iterator[bool]:
+    def bulk_load(self, notice: Callable[[str], None] = lambda _m: None) -> Iterator[bool]:
         """Run a bulk load with buffered I/O and a large cache, then restore the test profile.
 
         Under direct I/O every page of a load is written 8 KiB at a time, and the VACUUM that

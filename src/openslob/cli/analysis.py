@@ -1,0 +1,334 @@
+"""`slob analyze|plot|report`: over run directories, sweeps and Oracle AWR reports; they
+read results only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from openslob.cli.app import CONTEXT, cli, err, friendly_errors
+from openslob.model.errors import OpenslobError
+
+paths_argument = click.argument(
+    "paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path)
+)
+
+
+def _oracle_names(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
+    from openslob.oracle.model import name_pattern
+
+    if value is None:
+        return None
+    try:
+        return name_pattern(value)
+    except OpenslobError as exc:
+        raise click.BadParameter(str(exc).split(": ", 1)[-1]) from exc
+
+
+oracle_names_option = click.option(
+    "--oracle-names",
+    metavar="REGEX",
+    default=None,
+    callback=_oracle_names,
+    help="Oracle reports: where UPDATE_PCT and sessions are in each report's path, as named "
+    "groups, e.g. 'run_(?P<sessions>\\d+)s_(?P<pct>\\d+)u/awr\\.txt' "
+    "[default: SLOB/flashdba's awr.<pct>.<sessions>.txt].",
+)
+
+
+@cli.command(context_settings=CONTEXT)
+@paths_argument
+@click.option("--csv", "as_csv", is_flag=True, help="CSV instead of the aligned table.")
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of the aligned table.")
+@click.option(
+    "--events",
+    is_flag=True,
+    help="flashdba's per-event view: run, event, waits, time, latency, IOPS.",
+)
+@click.option(
+    "--timeseries",
+    is_flag=True,
+    help="Sustained throughput: find the steady level and degradation episodes.",
+)
+@click.option(
+    "--awr",
+    is_flag=True,
+    help="PATHS are Oracle AWR / Statspack text reports (or directories of them), e.g. "
+    "SLOB's awr.<pct>.<sessions>.txt; detected by content for .txt files.",
+)
+@click.option(
+    "--iops-drop-pct",
+    type=click.FloatRange(0, 100),
+    default=20.0,
+    show_default=True,
+    help="--timeseries: IOPS this far below the steady level is degraded.",
+)
+@click.option(
+    "--latency-rise-pct",
+    type=click.FloatRange(0),
+    default=50.0,
+    show_default=True,
+    help="--timeseries: latency this far above the steady level is degraded.",
+)
+@click.option(
+    "--min-seconds",
+    type=click.FloatRange(0),
+    default=30.0,
+    show_default=True,
+    help="--timeseries: shortest episode reported.",
+)
+@click.option(
+    "--baseline-seconds",
+    type=click.FloatRange(1),
+    default=60.0,
+    show_default=True,
+    help="--timeseries: length of the early steady level (median).",
+)
+@click.option(
+    "--skip-seconds",
+    type=click.FloatRange(0),
+    default=30.0,
+    show_default=True,
+    help="--timeseries: ramp-up ignored before the steady level.",
+)
+@oracle_names_option
+@friendly_errors
+def analyze(
+    paths: tuple[Path, ...],
+    as_csv: bool,
+    as_json: bool,
+    events: bool,
+    timeseries: bool,
+    awr: bool,
+    iops_drop_pct: float,
+    latency_rise_pct: float,
+    min_seconds: float,
+    baseline_seconds: float,
+    skip_seconds: float,
+    oracle_names: Any,
+) -> None:
+    """One line per run with the columns SLOB users know from awr_info.
+
+    PATHS are run directories, sweep directories or trees holding them; runs from other
+    machines and tool versions are read by their schema_version. Unmeasured figures are n/a.
+
+    \b
+    Examples:
+      slob analyze slob-results/sweep-ssd
+      slob analyze slob-results/sweep-ssd slob-results/sweep-hdd --csv > both.csv
+      slob analyze --events slob-results/sweep-ssd
+      slob analyze --timeseries --iops-drop-pct 25 slob-results/20261122T050000Z-soak
+      slob analyze --awr ~/SLOB/awr.*.txt
+    """
+    from dataclasses import asdict
+
+    from openslob.analysis import awrinfo as an
+    from openslob.results.collect import oracle_reports
+
+    refs = _find_runs_noting(list(paths), oracle_names)
+    oracle = oracle_reports(refs)
+    if awr and not oracle:
+        plain = next(ref for ref in refs if ref.oracle is None)
+        raise OpenslobError(f"--awr: {plain.path} is an openslob run, not an Oracle report")
+    if oracle and not timeseries:
+        _analyze_oracle(oracle, as_csv, as_json, events)
+        return
+    if timeseries:
+        reports = []
+        for ref in refs:
+            report_ = an.detect_degradation(
+                an.load_timeseries(ref.path),
+                iops_drop_pct=iops_drop_pct,
+                latency_rise_pct=latency_rise_pct,
+                min_seconds=min_seconds,
+                baseline_seconds=baseline_seconds,
+                skip_seconds=skip_seconds,
+            )
+            reports.append((ref, report_))
+        if as_json:
+            click.echo(
+                json.dumps(
+                    [{"run": r.name, **asdict(d)} for r, d in reports], indent=2, default=str
+                )
+            )
+        else:
+            for ref, report_ in reports:
+                click.echo(f"{ref.name}: {an.render_degradation(report_)}")
+        return
+    if events:
+        rows = an.event_rows(refs)
+        if as_csv:
+            click.echo(an.render_csv(rows, an.EVENT_COLUMNS), nl=False)
+        elif as_json:
+            click.echo(an.render_json(rows))
+        else:
+            click.echo(an.render_events(rows))
+        return
+    rows = an.analyze_rows(refs)
+    if as_csv:
+        click.echo(an.render_csv(rows), nl=False)
+    elif as_json:
+        click.echo(an.render_json(rows))
+    else:
+        click.echo(an.render_table(rows))
+
+
+def _find_runs_noting(
+    paths: list[Path], oracle_names: Any = None, problems: list[str] | None = None
+) -> list[Any]:
+    """Runs under the paths; an Oracle report that cannot be read (fully) is named on stderr
+    with the section at fault, not fatal; the lines are also added to `problems`."""
+    from openslob.results.collect import find_runs
+
+    problems = [] if problems is None else problems
+    refs = find_runs(paths, problems, oracle_names)
+    for problem in problems:
+        err.print(f"slob: {problem}", highlight=False)
+    return refs
+
+
+def _analyze_oracle(reports: list[Any], as_csv: bool, as_json: bool, events: bool) -> None:
+    """awr_info's columns (or flashdba's event table) over Oracle text reports."""
+    from openslob.analysis import awrinfo as an
+    from openslob.oracle import awr_rows, event_rows
+
+    rows = event_rows(reports) if events else awr_rows(reports)
+    if as_csv:
+        click.echo(an.render_csv(rows, an.plain_columns(rows)), nl=False)
+    elif as_json:
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        click.echo(an.render_table(rows, an.plain_columns(rows)), nl=False)
+
+
+@cli.command(context_settings=CONTEXT)
+@paths_argument
+@click.option(
+    "--kind",
+    type=click.Choice(["petal", "timeseries", "latency", "all"]),
+    default="all",
+    show_default=True,
+    help="petal: latency vs IOPS and MB/s per update %; timeseries: per run over "
+    "time; latency: histogram and percentiles per op type.",
+)
+@click.option(
+    "--latency",
+    "latency_kind",
+    type=click.Choice(["db_read", "op_p50", "op_p99", "device_read"]),
+    default="db_read",
+    show_default=True,
+    help="Petal y axis.",
+)
+@click.option("--log-x", is_flag=True, help="Logarithmic x axis (petal).")
+@click.option("--log-y", is_flag=True, help="Logarithmic y axis (petal).")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("slob-plots"),
+    show_default=True,
+    help="Directory for the files.",
+)
+@click.option(
+    "--format", "formats", default="png,svg", show_default=True, help="Comma list of png, svg."
+)
+@oracle_names_option
+@friendly_errors
+def plot(
+    paths: tuple[Path, ...],
+    kind: str,
+    latency_kind: str,
+    log_x: bool,
+    log_y: bool,
+    output: Path,
+    formats: str,
+    oracle_names: Any,
+) -> None:
+    """Draw petal plots, time series and latency histograms (PNG and SVG).
+
+    Several sweeps overlay in one petal plot, with a legend from their labels.
+
+    \b
+    Examples:
+      slob plot slob-results/sweep-ssd
+      slob plot slob-results/sweep-ssd slob-results/sweep-hdd --kind petal --latency op_p99
+      slob plot slob-results/20261122T050000Z-soak --kind timeseries -o soak-plots
+    """
+    from openslob.analysis.awrinfo import detect_degradation, load_timeseries
+    from openslob.report import plots
+
+    chosen = tuple(f.strip() for f in formats.split(",") if f.strip())
+    bad = [f for f in chosen if f not in ("png", "svg")]
+    if bad or not chosen:
+        raise OpenslobError(f"--format={formats}: allowed png, svg")
+    refs = _find_runs_noting(list(paths), oracle_names)
+    written: list[Path] = []
+    if kind in ("petal", "all"):
+        for x in ("iops", "mbps"):
+            fig = plots.petal(refs, x=x, latency=latency_kind, log_x=log_x, log_y=log_y)
+            written += plots.save(fig, output / f"petal_{x}_{latency_kind}", chosen)
+    if kind in ("timeseries", "all"):
+        for ref in refs:
+            rows = load_timeseries(ref.path)
+            if not rows:
+                continue
+            report_ = detect_degradation(rows)
+            marks = [(e.start_s, e.end_s, e.kind) for e in report_.episodes]
+            fig = plots.timeseries(rows, title=ref.name, marks=marks)
+            written += plots.save(fig, output / f"timeseries_{ref.name}", chosen)
+    if kind in ("latency", "all"):
+        for ref in refs:
+            if any((ref.run.get("latency") or {}).values()):
+                fig = plots.latency_histogram(ref.run, title=ref.name)
+                written += plots.save(fig, output / f"latency_{ref.name}", chosen)
+    for path in written:
+        click.echo(str(path))
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--html",
+    "as_html",
+    is_flag=True,
+    help="Write one self-contained HTML file (inline SVG, works offline).",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="HTML file to write (default PATH/report.html).",
+)
+@oracle_names_option
+@friendly_errors
+def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) -> None:
+    """Re-render a run's AWR-like text report from run.json, or an HTML report.
+
+    PATH is a run directory (text or HTML) or a sweep directory (HTML: the analyze table,
+    the petal plots and every point's report).
+
+    \b
+    Examples:
+      slob report slob-results/20261122T050000Z-readonly
+      slob report slob-results/sweep-ssd --html
+    """
+    from openslob.results.rundir import REPORT_KEYS, load_run, require_keys
+
+    if as_html:
+        from openslob.report.html import write_html
+
+        target = output or (path if path.is_dir() else path.parent) / "report.html"
+        problems: list[str] = []
+        refs = _find_runs_noting([path], oracle_names, problems)
+        for ref in refs:  # each run's text report is in the page
+            if ref.oracle is None:
+                require_keys(ref.run, REPORT_KEYS, ref.path / "run.json")
+        click.echo(str(write_html(refs, target, problems=problems)))
+        return
+    from openslob.report.text import render_text
+
+    click.echo(render_text(load_run(path, REPORT_KEYS)), nl=False)

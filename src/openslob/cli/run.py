@@ -1,0 +1,364 @@
+"""`slob run|sweep|calibrate`: the work loop once, as a matrix, and the raw device with fio."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from openslob.cli.app import (
+    CONTEXT,
+    cli,
+    data_dir_option,
+    err,
+    exit_code,
+    friendly_errors,
+    notice,
+    out,
+    print_config_messages,
+    target_option,
+)
+from openslob.cli.params import add_options, add_server_options, config_from_click, server_config
+from openslob.config.options import options_for
+from openslob.model.errors import OpenslobError
+from openslob.model.metrics import METRICS
+from openslob.report.text import render_text
+from openslob.results.rundir import NotSaved, check_results_place, write_atomic
+from openslob.runner import sweep as harness
+from openslob.runner.execute import run_benchmark
+from openslob.runner.targets import target_strings
+
+results_dir_option = click.option(
+    "--results-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("slob-results"),
+    show_default=True,
+    help="Parent directory of the run (or sweep) directories.",
+)
+
+
+@cli.command(context_settings=CONTEXT)
+@add_options("run")
+@results_dir_option
+@click.option("--label", default=None, help="Label appended to the run directory name.")
+@click.option(
+    "--calibrate",
+    is_flag=True,
+    help="After the run, read the same file system with fio (8 KiB random, direct, "
+    "one job per session, same duration) and report the database as % of it.",
+)
+@click.option(
+    "--calibrate-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory for fio's file (default: the private server's data directory).",
+)
+@target_option
+@data_dir_option
+@friendly_errors
+def run(
+    targets: tuple[str, ...],
+    data_dir: Path | None,
+    results_dir: Path,
+    label: str | None,
+    calibrate: bool,
+    calibrate_dir: Path | None,
+    **params: Any,
+) -> None:
+    """Run the SLOB work loop and write run.json, report.txt and timeseries.csv.
+
+    Each session runs the loop inside the database (one CALL for the warm-up, one for the
+    window). With no data set yet, a default one is created first (4 x 64 MB). Defaults:
+    4 sessions, UPDATE_PCT=20, WORK_UNIT=64, WARMUP=5 s, RUN_TIME=300 s.
+
+    \b
+    Examples:
+      slob run --run-time 60
+      slob run --sessions 8 --update-pct 0 --run-time 30 --label readonly
+      slob run --schemas 4 --threads-per-schema 2 --run-time 30
+    """
+    config = config_from_click(params, "run")
+    target_strings(targets, config)  # a bad combination fails here, before anything else
+    check_results_place(results_dir, label)
+    print_config_messages(config)
+    sessions = config.session_count
+    loops = config["WORK_LOOP"]
+    span = f"{loops:,} SLOBops per session" if loops else f"{config['RUN_TIME']:g} s"
+    err.print(
+        f"run: {sessions} sessions, UPDATE_PCT={config['UPDATE_PCT']}, "
+        f"warm-up {config['WARMUP']:g} s, window {span}",
+        highlight=False,
+    )
+
+    def progress(row: dict[str, Any]) -> None:
+        err.print(progress_line(row), highlight=False, end="\r" if err.is_terminal else "\n")
+
+    try:
+        run_dir, result = run_benchmark(
+            config,
+            target=targets,
+            data_dir=data_dir,
+            results_parent=results_dir,
+            label=label,
+            notice=notice,
+            progress=progress if err.is_terminal else None,
+            calibrate=calibrate,
+            calibrate_dir=calibrate_dir,
+            render=render_text,
+        )
+    except NotSaved as exc:  # a full disk: the report is all that is left of the run
+        out.print(exc.report, highlight=False, markup=False, end="")
+        raise
+    out.print((run_dir / "report.txt").read_text(), highlight=False, markup=False, end="")
+    out.print(f"results: {run_dir}", highlight=False)
+    if result["status"] != "complete":
+        err.print(f"run {result['status']}: {result.get('error')}", highlight=False)
+        sys.exit(exit_code(result))
+
+
+# The live figures the progress line shows: (metrics table key, short name, decimals).
+_PROGRESS = (
+    ("slobops_per_s", "ops/s", 0),
+    ("device_reads_per_s", "dev r/s", 0),
+    ("device_writes_per_s", "w/s", 0),
+    ("device_read_mb_per_s", "MB/s r", 1),
+    ("device_write_mb_per_s", "w", 1),
+    ("db_read_latency_us", "db read us", 0),
+    ("device_read_latency_us", "dev read us", 0),
+    ("cpu_user_pct", "cpu usr %", 0),
+    ("cpu_sys_pct", "sys %", 0),
+)
+
+
+def progress_line(row: dict[str, Any]) -> str:
+    """One interval of the time series, in the metrics table's live figures."""
+
+    def num(key: str, digits: int) -> str:
+        value = row.get(key)
+        return "n/a" if value is None else f"{value:,.{digits}f}"
+
+    assert all(METRICS[key].live for key, _, _ in _PROGRESS)
+    figures = "  ".join(f"{name} {num(key, digits)}" for key, name, digits in _PROGRESS)
+    return f"{row['phase']:>6} {row['elapsed_s']:7.1f} s  {figures}   "
+
+
+@cli.command(context_settings=CONTEXT)
+@add_options("sweep")
+@results_dir_option
+@click.option(
+    "--label",
+    default=None,
+    help="Names the sweep directory (sweep-LABEL); rerun with the same label to resume.",
+)
+@click.option(
+    "--sweep-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Use this sweep directory instead of RESULTS_DIR/sweep-LABEL.",
+)
+@click.option(
+    "--plots/--no-plots",
+    default=True,
+    show_default=True,
+    help="Draw the petal plots when the sweep is complete.",
+)
+@target_option
+@data_dir_option
+@friendly_errors
+def sweep(
+    targets: tuple[str, ...],
+    data_dir: Path | None,
+    results_dir: Path,
+    label: str | None,
+    sweep_dir: Path | None,
+    plots: bool,
+    **params: Any,
+) -> None:
+    """Run a matrix of SLOB runs: any option may be a comma list. Resumable.
+
+    For each UPDATE_PCT (in the order given), sessions ascending, one run directory per
+    point in the sweep directory, plus sweep.json (plan and status), sweep.csv (the
+    analyze table) and plots/ (petal plots). Rerunning the same command skips the
+    complete points and redoes interrupted or failed ones.
+
+    \b
+    Examples:
+      slob sweep --sessions 1,2,4,8 --update-pct 0,10,20,30 --run-time 60 --label ssd
+      slob sweep --sessions 4,16,64 --work-unit 16,64 --update-pct 0 --label wu
+    """
+    conf = params.pop("conf", None)
+    options = {option.name: option for option in options_for("sweep")}
+    flags = {name: params.pop(option.param) for name, option in options.items()}
+    plan = harness.plan_sweep(flags, conf, Path.cwd())  # every point validated up front
+    for point in plan.points:
+        target_strings(targets, point.config)
+    path = sweep_dir or harness.sweep_directory(results_dir, label)
+    check_results_place(path, label, "--sweep-dir" if sweep_dir else "--results-dir")
+    per_point = float(plan.points[0].config["WARMUP"]) + float(plan.points[0].config["RUN_TIME"])
+    axes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in plan.axes.items())
+    err.print(
+        f"sweep {path}: {len(plan.points)} points ({axes}), ~{per_point:g} s each", highlight=False
+    )
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("sweep", total=len(plan.points))
+
+        def started(entry: dict[str, Any]) -> None:
+            bar.update(task, description=f"{entry['name']}")
+
+        def done(entry: dict[str, Any], result: dict[str, Any] | None) -> None:
+            bar.advance(task)
+            bar.console.print(_point_line(entry, result), highlight=False)
+
+        outcome = harness.run_sweep(
+            plan,
+            path=path,
+            label=label,
+            target=targets,
+            data_dir=data_dir,
+            notice=lambda msg: bar.console.print(f"[dim]note:[/] {msg}", highlight=False),
+            point_started=started,
+            point_done=done,
+            render=render_text,
+        )
+        bar.update(task, completed=len(outcome.ran) + len(outcome.skipped))
+    if outcome.skipped:
+        err.print(f"{len(outcome.skipped)} point(s) already complete, skipped", highlight=False)
+    _finish_sweep(path, plots)
+    if outcome.run_seconds:
+        err.print(
+            f"wall {outcome.wall_seconds:.1f} s for {outcome.run_seconds:.1f} s of warm-up "
+            f"and windows ({outcome.wall_seconds / outcome.run_seconds:.2f}x)",
+            highlight=False,
+        )
+    if outcome.stopped:
+        err.print(
+            f"sweep stopped: a point ended {outcome.stopped}; rerun the same command to resume",
+            highlight=False,
+        )
+        sys.exit(exit_code({"status": outcome.stopped, "stopped_by": outcome.stopped_by}))
+
+
+def _point_line(entry: dict[str, Any], result: dict[str, Any] | None) -> str:
+    metrics = (result or {}).get("metrics") or {}
+
+    def num(key: str) -> str:
+        value = metrics.get(key)
+        return "n/a" if value is None else f"{value:,.0f}"
+
+    status = entry["status"] + (f" ({entry['error']})" if entry.get("error") else "")
+    return (
+        f"{entry['name']:<32} {status:<10} ops/s {num('slobops_per_s'):>8}  "
+        f"reads/s {num('pio_reads_per_s'):>8}  writes/s {num('pio_writes_per_s'):>8}  "
+        f"read {num('db_read_latency_us'):>6} us"
+    )
+
+
+def _finish_sweep(path: Path, plots: bool) -> None:
+    """sweep.csv from the complete points and, when asked, the petal plots."""
+    from openslob.analysis.awrinfo import analyze_rows, render_csv
+    from openslob.results.collect import find_runs
+
+    try:
+        refs = find_runs([path])
+    except OpenslobError:
+        return
+    write_atomic(path / "sweep.csv", render_csv(analyze_rows(refs)))
+    if plots:
+        from openslob.report.plots import petal, save
+
+        for x in ("iops", "mbps"):
+            save(petal(refs, x=x), path / "plots" / f"petal_{x}")
+        err.print(f"plots: {path / 'plots'}", highlight=False)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option(
+    "--sessions",
+    type=click.IntRange(1, 4096),
+    default=4,
+    show_default=True,
+    help="fio jobs (one per database session you want to compare with).",
+)
+@click.option(
+    "--run-time", type=click.FloatRange(1, 86400), default=30, show_default=True, help="Seconds."
+)
+@click.option("--size", default="1G", show_default=True, help="Size of fio's file.")
+@click.option(
+    "--calibrate-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory for fio's file (default: the private server's data directory).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print fio's figures as JSON.")
+@add_server_options
+@target_option
+@data_dir_option
+@friendly_errors
+def calibrate(
+    sessions: int,
+    run_time: float,
+    size: str,
+    calibrate_dir: Path | None,
+    as_json: bool,
+    targets: tuple[str, ...],
+    data_dir: Path | None,
+    **params: Any,
+) -> None:
+    """Measure the raw device with fio the way the database reads it.
+
+    8 KiB random reads, psync, O_DIRECT, one job per session, on the file system of the
+    database's data directory (the private server of --target, or --calibrate-dir).
+    `slob run --calibrate` does the same right after a run and puts both side by side in
+    the report.
+
+    \b
+    Examples:
+      slob calibrate --sessions 8 --run-time 60
+      slob calibrate --calibrate-dir /tmp/fio --size 256M --run-time 10 --json
+    """
+    from openslob.runner.calibrate import run_fio
+    from openslob.runner.execute import calibration_dir
+    from openslob.runner.targets import resolve_targets
+
+    config = server_config(params)
+    if calibrate_dir is not None:
+        directory = calibrate_dir
+    else:
+        names = target_strings(targets, config)
+        if len(names) > 1:
+            raise OpenslobError("calibrate: give one --target (fio reads one file system)")
+        (target,) = resolve_targets(names, config, data_dir, start=False)
+        directory = calibration_dir(target, None)
+    result = run_fio(directory, sessions, run_time, size)
+    if as_json:
+        click.echo(json.dumps(result.as_dict(), indent=2))
+        return
+    click.echo(
+        f"fio {result.version}: {result.jobs} jobs x 8 KiB random reads (psync, direct) "
+        f"for {result.seconds:.1f} s on {result.file}"
+    )
+    click.echo(
+        f"  {result.iops:,.0f} IOPS, {result.read_mb_per_s:,.1f} MB/s, latency mean "
+        f"{result.mean_latency_us:,.1f} us, p50 {result.p50_latency_us or 0:,.1f} us, "
+        f"p99 {result.p99_latency_us or 0:,.1f} us"
+    )

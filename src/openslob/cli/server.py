@@ -1,0 +1,198 @@
+"""`slob server start|stop|status|destroy`: the private servers, one per engine (and per value
+of an engine's own server option, such as a page size)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from openslob.cli.app import CONTEXT, cli, data_dir_option, friendly_errors, out
+from openslob.cli.params import add_server_options, server_config
+from openslob.engines import registry
+from openslob.engines.api import PROFILES, PrivateServer, Target
+from openslob.runner.prepare import refuse_while_in_use
+from openslob.runner.targets import private_target
+
+
+@cli.group(context_settings=CONTEXT)
+def server() -> None:
+    """Manage the private servers: one per engine, created and run by openslob.
+
+    \b
+    Examples:
+      slob server start --profile pio && slob server status
+      slob server start --engine mariadb --page-size 8k
+    """
+
+
+engine_option = click.option(
+    "--engine",
+    type=click.Choice(registry.names()),
+    default=registry.DEFAULT.name,
+    show_default=True,
+    help="Which engine's private server ("
+    + "; ".join(f"{p.name}: --target {p.private_target}" for p in registry.PLUGINS)
+    + ").",
+)
+force_option = click.option(
+    "--force", is_flag=True, help="Even while an openslob run, sweep or setup is using it."
+)
+
+
+def _target(engine: str, data_dir: Path | None, params: dict[str, Any]) -> Target:
+    """The engine's private server as a target (not started)."""
+    return private_target(engine, data_dir, server_config(params))
+
+
+def _server(engine: str, data_dir: Path | None, params: dict[str, Any]) -> PrivateServer:
+    server_ = _target(engine, data_dir, params).server
+    assert server_ is not None  # a private target always has its server
+    return server_
+
+
+@server.command("start", context_settings=CONTEXT)
+@click.option(
+    "--profile",
+    type=click.Choice(PROFILES),
+    default=None,
+    help="pio: direct I/O, small cache (default); lio: data cached; redo: WAL/commit stress. "
+    "Default: the instance's current profile.",
+)
+@click.option(
+    "--tcp/--no-tcp",
+    default=None,
+    help="Also listen on 127.0.0.1 (password in a "
+    "0600 passfile). Default: the instance's setting, initially socket only.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1024, 65535),
+    default=None,
+    help="Port (TCP) / socket number. Default 5432, or a free port for TCP.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(10, 10000),
+    default=None,
+    help="max_connections (default 100; raise for large session counts).",
+)
+@engine_option
+@add_server_options
+@data_dir_option
+@friendly_errors
+def server_start(
+    profile: str | None,
+    tcp: bool | None,
+    port: int | None,
+    max_connections: int | None,
+    engine: str,
+    data_dir: Path | None,
+    **params: Any,
+) -> None:
+    """Start the private server, creating it if needed. Idempotent.
+
+    Restarts only when a setting changes; recovers from a stale pid file or a crash.
+
+    \b
+    Example:
+      slob server start --profile lio --max-connections 600
+    """
+    state = _server(engine, data_dir, params).start(
+        profile, tcp=tcp, port=port, max_connections=max_connections
+    )
+    _print_state(state.as_dict())
+
+
+@server.command("stop", context_settings=CONTEXT)
+@force_option
+@engine_option
+@add_server_options
+@data_dir_option
+@friendly_errors
+def server_stop(force: bool, engine: str, data_dir: Path | None, **params: Any) -> None:
+    """Stop the private server (fast shutdown). Refused while a run uses it (--force).
+
+    \b
+    Example:
+      slob server stop
+    """
+    target = _target(engine, data_dir, params)
+    if not force:
+        refuse_while_in_use(target, "stopping it")
+    out.print("stopped" if target.server and target.server.stop() else "not running")
+
+
+@server.command("status", context_settings=CONTEXT)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@engine_option
+@add_server_options
+@data_dir_option
+@friendly_errors
+def server_status(as_json: bool, engine: str, data_dir: Path | None, **params: Any) -> None:
+    """Show state, version, profile, data directory and connection URI.
+
+    Exit code 0 when running, 3 when stopped or absent (like pg_ctl status).
+
+    \b
+    Example:
+      slob server status --json | jq -r .uri
+    """
+    state = _server(engine, data_dir, params).status().as_dict()
+    if as_json:
+        click.echo(json.dumps(state, indent=2))
+    else:
+        _print_state(state)
+    sys.exit(0 if state["state"] == "running" else 3)
+
+
+@server.command("destroy", context_settings=CONTEXT)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@force_option
+@engine_option
+@add_server_options
+@data_dir_option
+@friendly_errors
+def server_destroy(
+    yes: bool, force: bool, engine: str, data_dir: Path | None, **params: Any
+) -> None:
+    """Stop the private server and delete its data directory contents.
+
+    \b
+    Example:
+      slob server destroy --yes
+    """
+    target = _target(engine, data_dir, params)
+    server_ = target.server
+    assert server_ is not None
+    if not force:
+        refuse_while_in_use(target, "destroying it")
+    where = server_.instance_dir
+    if not yes:
+        click.confirm(f"Delete the private server and all data in {where}?", abort=True)
+    server_.destroy()
+    out.print(f"destroyed {where}")
+
+
+def _print_state(state: dict[str, Any]) -> None:
+    table = Table(show_header=False, box=None)
+    for key in (
+        "state",
+        "version",
+        "profile",
+        "page_size",
+        "data_dir",
+        "uri",
+        "pid",
+        "service_user",
+        "tcp_port",
+    ):
+        if state.get(key) is not None:
+            table.add_row(key, str(state[key]))
+    for key, value in sorted((state.get("settings") or {}).items()):
+        table.add_row(f"  {key}", value)
+    out.print(table)

@@ -1,0 +1,228 @@
+"""The metrics table: every figure a run reports, declared once.
+
+One row per run.json "metrics" key (and per time-series column): its unit, its labels, how
+the figures of several instances (and hosts) combine into the run's total, whether the time
+series carries it, and how many decimals a table shows. results, combine, analyze, the
+reports, the plots and the CLI's progress line read this table; none keeps a list of its own.
+
+Labels may name the engine's own terms in braces ({log}: WAL or the redo log, {cache}:
+shared_buffers or the InnoDB buffer pool, {db_io}: pg_stat_io or performance_schema): run.json
+carries each engine's terms (engine.terms, from its capabilities) and `label()` fills them in,
+so a renderer never asks which engine it is drawing.
+
+Combining (combine.py): "sum" adds (rates, seconds); "weighted" is a latency-like figure,
+weighted by the operations it describes (`weight`: total time / total operations, never the
+mean of means); "mean" is a share of one host's capacity (averaged over hosts); "per_host_sum"
+adds the instances' shares within a host, then averages over hosts; "ratio" is computed from
+the totals; "same" is kept only when every part agrees. `host` figures (devices, CPU, pressure)
+count once per host however many instances it serves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Default engine terms, for run.json files written before engines declared their own.
+DEFAULT_TERMS = {
+    "log": "WAL",
+    "cache": "shared_buffers",
+    "db_io": "pg_stat_io",
+    "read_event": "DataFileRead",
+    "write_event": "DataFileWrite",
+    "log_sync_event": "WalSync",
+}
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    unit: str
+    label: str  # long label (reports, plots): may hold {log}, {cache}, {db_io}
+    short: str = ""  # column header (analyze tables)
+    combine: str = "sum"  # sum | weighted | mean | per_host_sum | ratio | same
+    weight: str | None = None  # for "weighted": the rate of the operations it times
+    host: bool = False  # a figure of the host: counted once per host
+    live: bool = False  # in timeseries.csv and the progress line
+    digits: int = 1
+    source: str = "database"  # loop | database | server | live | host | engine
+
+    def label_for(self, terms: Mapping[str, str] | None = None) -> str:
+        return self.label.format_map({**DEFAULT_TERMS, **(terms or {})})
+
+
+def _loop(key: str, label: str, **kw: Any) -> Metric:
+    return Metric(key, "ops/s", label, live=True, source="loop", **kw)
+
+
+def _host(key: str, unit: str, label: str, **kw: Any) -> Metric:
+    return Metric(key, unit, label, host=True, source="host", **kw)
+
+
+LOOP = (
+    _loop("slobops_per_s", "SLOBops", short="EXECUTES/s"),
+    _loop("selects_per_s", "SELECT ops"),
+    _loop("updates_per_s", "UPDATE ops (each commits)"),
+    _loop("scans_per_s", "SCAN ops"),
+    Metric(
+        "lio_per_op",
+        "blocks",
+        "Logical reads per SLOBop",
+        combine="ratio",
+        digits=2,
+        source="loop",
+    ),
+)
+
+DATABASE = (
+    Metric("lio_per_s", "blocks/s", "Logical reads (blocks)", short="LIO/s", live=True, digits=0),
+    Metric("pio_reads_per_s", "reads/s", "Physical reads ({db_io})", short="PREADS/s", digits=0),
+    Metric("pio_read_mb_per_s", "MB/s", "Physical read MB/s", short="READ_MB/s"),
+    Metric(
+        "pio_writes_per_s", "writes/s", "Physical writes ({db_io})", short="PWRITES/s", digits=0
+    ),
+    Metric("pio_write_mb_per_s", "MB/s", "Physical write MB/s", short="WRITE_MB/s"),
+    Metric(
+        "db_read_latency_us",
+        "µs",
+        "DB read latency",
+        short="DB_READ_US",
+        combine="weighted",
+        weight="pio_reads_per_s",
+        live=True,
+    ),
+    Metric(
+        "db_write_latency_us",
+        "µs",
+        "DB write latency",
+        combine="weighted",
+        weight="pio_writes_per_s",
+    ),
+    Metric("wal_mb_per_s", "MB/s", "{log} MB/s", short="REDO_MB/s", live=True, digits=2),
+    Metric("wal_records_per_s", "records/s", "{log} records"),
+    Metric("wal_fpi_per_s", "images/s", "{log} full-page images"),
+    Metric("wal_writes_per_s", "writes/s", "{log} writes"),
+    Metric("wal_syncs_per_s", "syncs/s", "{log} syncs (fsync/fdatasync)"),
+    Metric(
+        "wal_sync_latency_us",
+        "µs",
+        "{log} sync latency",
+        short="WAL_SYNC_US",
+        combine="weighted",
+        weight="wal_syncs_per_s",
+    ),
+    Metric("commits_per_s", "commits/s", "Commits", live=True),
+    Metric("rollbacks_per_s", "rollbacks/s", "Rollbacks"),
+    Metric("db_time_s", "s", "DB time (active sessions)", short="DB TIME"),
+    Metric("temp_mb", "MB", "Temporary files MB"),
+    Metric("db_cpu_s", "s", "DB CPU", short="DB CPU", source="server"),
+)
+
+# The time series' own figure (live counters of the loop's statements; the window's physical
+# reads are pio_reads_per_s, from the snapshots).
+LIVE = (Metric("db_reads_per_s", "reads/s", "DB reads (live)", live=True, digits=0, source="live"),)
+
+HOST = (
+    _host("device_reads_per_s", "reads/s", "Device reads", live=True, digits=0),
+    _host("device_writes_per_s", "writes/s", "Device writes", live=True, digits=0),
+    _host("device_read_mb_per_s", "MB/s", "Device read MB/s", live=True),
+    _host("device_write_mb_per_s", "MB/s", "Device write MB/s", live=True),
+    _host(
+        "device_read_latency_us",
+        "µs",
+        "Device read latency",
+        live=True,
+        combine="weighted",
+        weight="device_reads_per_s",
+    ),
+    _host(
+        "device_write_latency_us",
+        "µs",
+        "Device write latency",
+        live=True,
+        combine="weighted",
+        weight="device_writes_per_s",
+    ),
+    _host(
+        "device_avg_read_kb",
+        "KiB",
+        "Device avg read size",
+        combine="weighted",
+        weight="device_reads_per_s",
+    ),
+    _host(
+        "device_avg_write_kb",
+        "KiB",
+        "Device avg write size",
+        combine="weighted",
+        weight="device_writes_per_s",
+    ),
+    _host("device_util_pct", "%", "Device utilisation", live=True, combine="mean"),
+    _host("device_avg_queue", "requests", "Device avg queue", digits=2),
+    _host("device_flushes_per_s", "flushes/s", "Device flushes"),
+    _host(
+        "device_flush_latency_us",
+        "µs",
+        "Device flush latency",
+        combine="weighted",
+        weight="device_flushes_per_s",
+    ),
+    _host("cpu_user_pct", "%", "CPU user", live=True, combine="mean"),
+    _host("cpu_sys_pct", "%", "CPU sys", live=True, combine="mean"),
+    _host("cpu_iowait_pct", "%", "CPU iowait", live=True, combine="mean"),
+    _host("cpu_idle_pct", "%", "CPU idle", combine="mean"),
+    _host("cpu_steal_pct", "%", "CPU steal", combine="mean"),
+    _host("cpu_busy_pct", "%", "CPU busy", combine="mean"),
+    _host("context_switches_per_s", "switches/s", "Context switches", digits=0),
+    _host("server_cpu_pct", "%", "Server processes CPU", combine="per_host_sum"),
+    _host("psi_io_some_pct", "%", "PSI io some", combine="mean"),
+    _host("psi_io_full_pct", "%", "PSI io full", combine="mean"),
+    _host("psi_cpu_some_pct", "%", "PSI cpu some", combine="mean"),
+    _host("psi_memory_some_pct", "%", "PSI memory some", combine="mean"),
+    _host("psi_memory_full_pct", "%", "PSI memory full", combine="mean"),
+)
+
+CORE: tuple[Metric, ...] = (*LOOP, *DATABASE, *LIVE, *HOST)
+
+
+class MetricTable(Mapping[str, Metric]):
+    """The core metrics plus what engines contribute (their own counters, e.g. InnoDB's)."""
+
+    def __init__(self, metrics: Iterable[Metric]) -> None:
+        self._by_key: dict[str, Metric] = {}
+        for metric in metrics:
+            self.add(metric)
+
+    def add(self, metric: Metric) -> None:
+        if metric.key in self._by_key and self._by_key[metric.key] != metric:
+            raise ValueError(f"metric {metric.key} is declared twice, differently")
+        self._by_key[metric.key] = metric
+
+    def __getitem__(self, key: str) -> Metric:
+        return self._by_key[key]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._by_key)
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def keys_where(self, **match: Any) -> tuple[str, ...]:
+        return tuple(
+            k for k, m in self._by_key.items() if all(getattr(m, a) == v for a, v in match.items())
+        )
+
+
+METRICS = MetricTable(CORE)
+
+
+def label(key: str, terms: Mapping[str, str] | None = None) -> str:
+    """A metric's long label in the engine's own terms (run.json engine.terms)."""
+    metric = METRICS.get(key)
+    return key if metric is None else metric.label_for(terms)
+
+
+def core_keys(source: str) -> tuple[str, ...]:
+    """The core figures of one source, in table order (engines' own are not in it)."""
+    return tuple(m.key for m in CORE if m.source == source)

@@ -1,0 +1,42 @@
+"""Passwords never leave the process: every printed or stored form of a target, and every
+error message that may quote one, goes through here."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+# A URI's user:password@ (the password up to the last @ of the URI: an unencoded / or @ in
+# it must not leave its tail behind), and a keyword string's password=value.
+_URI_PASSWORD = re.compile(r"(://[^:/@\s]*):(\S*)@")
+_KW_PASSWORD = re.compile(r"(?i)((?<![?&\w])password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
+_QUERY_PASSWORD = re.compile(r"(?i)([?&]password=)([^&\s]*)")
+HIDDEN = "********"
+
+
+def redact(conninfo: str) -> str:
+    """A connection string safe to print or store: passwords removed in both libpq forms."""
+    without_uri_password = _URI_PASSWORD.sub(r"\1@", conninfo)
+    without_query_password = _QUERY_PASSWORD.sub(rf"\1{HIDDEN}", without_uri_password)
+    return _KW_PASSWORD.sub(rf"\1{HIDDEN}", without_query_password)
+
+
+def secrets_of(target: str) -> set[str]:
+    """The passwords a target string holds, as written and percent-decoded, with the parts
+    of one that a parser may quote on its own (a piece before an unencoded / or @)."""
+    found: set[str] = set()
+    for pattern in (_URI_PASSWORD, _KW_PASSWORD, _QUERY_PASSWORD):
+        for match in pattern.finditer(target):
+            value = match[2].strip("'")
+            found |= {value, unquote(value), *re.split(r"[/?#@]", value)}
+    return {secret for secret in found if len(secret) >= 3}
+
+
+def scrub(text: str, targets: tuple[str, ...] | list[str] = ()) -> str:
+    """`text` (an error message) with every password of the given targets, and any a
+    connection string in it carries, replaced: drivers quote a target they cannot parse."""
+    for target in targets:
+        text = text.replace(target, redact(target))
+        for secret in sorted(secrets_of(target), key=len, reverse=True):
+            text = text.replace(secret, HIDDEN)
+    return redact(text)

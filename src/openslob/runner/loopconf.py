@@ -1,0 +1,73 @@
+"""The work loop's conf for one phase (the JSON every engine's loop reads), and SLOB's
+EXTERNAL_SCRIPT hook."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import Any
+
+from openslob.config.options import Config
+
+EXTERNAL_SCRIPT_TIMEOUT_S = 300
+# A loop's read-only transaction ends once it is this old (seconds), so that no session
+# holds back the cleanup horizon for longer (an engine's loop may use it: PostgreSQL's
+# procedure keeps its first statement's snapshot until it commits).
+SNAPSHOT_RELEASE_S = 0.010
+
+
+def loop_conf(
+    config: Config,
+    *,
+    record: bool,
+    start_epoch: float,
+    until_epoch: float | None,
+    loops: int,
+    seed: float | None,
+) -> dict[str, Any]:
+    scale, work_unit = config["SCALE"], config["WORK_UNIT"]
+    rows_per_mb = (1 << 20) // 8192
+    first = config["HOTSPOT_OFFSET_MB"] * rows_per_mb + work_unit
+    last = min(first + config["HOTSPOT_MB"] * rows_per_mb - 1, scale)
+    conf = {
+        "update_pct": config["UPDATE_PCT"],
+        "scan_pct": config["SCAN_PCT"],
+        "work_unit": work_unit,
+        "scale": scale,
+        "heavy": config["REDO_STRESS"] == "HEAVY",
+        "loops": loops,
+        "until_epoch": until_epoch,
+        "start_epoch": start_epoch,
+        "record": record,
+        "hot_schema_frequency": config["HOT_SCHEMA_FREQUENCY"],
+        "hotspot_frequency": config["HOTSPOT_FREQUENCY"] if config["DO_HOTSPOT"] else 0,
+        "hotspot_first_key": first,
+        "hotspot_last_key": max(first, last),
+        "think_frequency": config["THINK_TM_FREQUENCY"],
+        "think_min": config["THINK_TM_MIN"],
+        "think_max": config["THINK_TM_MAX"],
+        "release_s": SNAPSHOT_RELEASE_S,
+    }
+    if seed is not None:
+        conf["seed"] = seed
+    return conf
+
+
+def external_script(script: str, phase: str, env: dict[str, str]) -> str | None:
+    """SLOB's EXTERNAL_SCRIPT hook: `script pre|post|end`. Returns an error text or None."""
+    if not script:
+        return None
+    try:
+        proc = subprocess.run(
+            [script, phase],
+            env={**os.environ, **env},
+            check=False,
+            timeout=EXTERNAL_SCRIPT_TIMEOUT_S,
+            capture_output=True,
+            text=True,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"EXTERNAL_SCRIPT {phase}: {exc}"
+    if proc.returncode != 0:
+        return f"EXTERNAL_SCRIPT {phase} exited {proc.returncode}: {proc.stderr.strip()[-200:]}"
+    return None
