@@ -28,7 +28,7 @@ from _common import Bench, ints, parse_args, spread
 
 from openslob.engines.postgres.workload import SESSION_SETTINGS, call_statement
 from openslob.model.plan import session_schemas
-from openslob.runner.controller import loop_conf
+from openslob.runner.loopconf import loop_conf
 
 WORK_UNIT = 64
 

@@ -16,7 +16,7 @@ from openslob.engines.mariadb.layout import layout_for
 from openslob.engines.mariadb.runner import QUERY_INTERRUPTED, MariaDBRunBackend
 from openslob.engines.mariadb.server import MARIADBD, EmbeddedMariaDB
 from openslob.model.histogram import SLOTS, Histogram, bucket_index
-from openslob.runner.controller import loop_conf
+from openslob.runner.loopconf import loop_conf
 from tests.conftest import invoke, private_mariadb
 
 pytestmark = pytest.mark.skipif(not MARIADBD.exists(), reason="mariadb-server not installed")

@@ -3,7 +3,10 @@ and its reproducible random seed."""
 
 from __future__ import annotations
 
-from openslob.config.options import Config
+from collections.abc import Mapping
+from typing import Any
+
+Config = Mapping[str, Any]  # a config.options.Config (model sits below config)
 
 
 def session_schemas(config: Config) -> list[str]:

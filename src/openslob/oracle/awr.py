@@ -1,7 +1,7 @@
 """Parse Oracle AWR (awrrpt, 10g-19c) and Statspack TEXT reports into OracleReport.
 
 Contract: parse_report(text, name) reads a single-instance AWR or Statspack report, or a RAC
-global report (awrgrpt, "WORKLOAD REPOSITORY REPORT (RAC)": handed to rac.py). Figures the
+global report (awrgrpt, "WORKLOAD REPOSITORY REPORT (RAC)": read by rac.py). Figures the
 report does not print stay None; nothing is ever filled in with 0. Only a text that is no
 report, or whose header cannot be read, raises OracleReportError (naming the file). Any other
 section that cannot be read fully — cut before its closing rule, or a file without
@@ -15,7 +15,6 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from openslob.oracle.text import (
@@ -35,8 +34,6 @@ __all__ = [
     "OracleReportError",
     "WaitEvent",
     "looks_like_oracle_report",
-    "parse_files",
-    "parse_report",
 ]
 
 
@@ -379,13 +376,13 @@ def _kind(doc: Doc) -> str:
     raise doc.error("header", "not an AWR or Statspack text report")
 
 
-def parse_report(text: str, name: str = "") -> OracleReport:
-    doc = Doc(text, name or "<report>")
-    kind = _kind(doc)
-    if kind == "global":
-        from openslob.oracle.rac import parse_global
+def report_kind(doc: Doc) -> str:
+    """ "awr", "statspack" or "global" (a RAC global report, read by rac.py)."""
+    return _kind(doc)
 
-        return parse_global(doc)
+
+def parse_instance(doc: Doc, kind: str, name: str = "") -> OracleReport:
+    """One instance's AWR or Statspack report (read.parse_report chooses)."""
     report = OracleReport(name=name, kind=kind, header=_header(doc))
     report.load_profile = _load_profile(doc)
     report.top_events = _top_events(doc)
@@ -407,21 +404,3 @@ def check_end(doc: Doc) -> None:
     """A file without 'End of Report' was cut: name the last section it holds."""
     if not doc.ended() and not any("truncated" in p for p in doc.problems):
         doc.note(doc.last_section(), "the file ends here without 'End of Report' (truncated)")
-
-
-def parse_files(paths: list[Path] | list[str]) -> tuple[list[OracleReport], list[str]]:
-    """Parse every file; one that cannot be read yields an error line, the others still count.
-    Reports read only in part are returned and their problems added to the error lines."""
-    reports, errors = [], []
-    for path in map(Path, paths):
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            report = parse_report(text, str(path))
-        except OracleReportError as exc:
-            errors.append(str(exc))
-        except OSError as exc:
-            errors.append(f"{path}: cannot read ({exc.strerror or exc})")
-        else:
-            reports.append(report)
-            errors.extend(report.problems)
-    return reports, errors

@@ -26,8 +26,8 @@ from openslob.model.histogram import Histogram
 from openslob.model.metrics import core_keys
 from openslob.model.rates import per_s
 from openslob.results import health as dataset_health
+from openslob.results.record import RunRecord, SessionOutcome
 from openslob.results.rundir import SCHEMA_VERSION, iso
-from openslob.runner.record import RunRecord, SessionOutcome
 
 # 2: instances[] (per-instance figures and snapshots); metrics are the totals over them
 # The metrics every run.json carries (null when not measured), from the metrics table.

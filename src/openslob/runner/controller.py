@@ -32,14 +32,9 @@ from openslob.config.options import Config
 from openslob.engines.api import Monitor
 from openslob.host import snapshot as host_snapshot
 from openslob.model.plan import session_instances, session_schemas, session_seed
+from openslob.results.record import RunRecord, SessionOutcome
 from openslob.runner.loopconf import external_script, loop_conf
-from openslob.runner.record import (
-    ProgressFn,
-    RunInstance,
-    RunRecord,
-    SessionOutcome,
-    first_line,
-)
+from openslob.runner.record import ProgressFn, RunInstance, first_line
 from openslob.runner.sampler import Sampler, WaitSampler
 
 MAX_CONCURRENT_CONNECTS = 64

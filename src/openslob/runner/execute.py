@@ -22,12 +22,13 @@ from openslob.host import snapshot as host_snapshot
 from openslob.model.errors import ConfigError
 from openslob.model.plan import session_schemas
 from openslob.results.build import InstanceInfo, build_run_json
+from openslob.results.record import InstanceRecord
 from openslob.results.rundir import run_directory, write_run
 from openslob.runner.calibrate import CalibrationError, compare, require_fio, run_fio
 from openslob.runner.controller import RunController
 from openslob.runner.loopconf import external_script
 from openslob.runner.prepare import Notice, Prepared, PreparedInstance, prepare
-from openslob.runner.record import InstanceRecord, ProgressFn, RunInstance
+from openslob.runner.record import ProgressFn, RunInstance
 from openslob.runner.targets import target_strings
 
 Render = Callable[[dict[str, Any]], str]

@@ -1,15 +1,13 @@
-"""What a run measured, as the controller collects it; results/build.py turns it into run.json."""
+"""How the run reaches and watches one instance, and small things its modules share."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from openslob.engines.api import RunBackend
-from openslob.host.snapshot import HostSnapshot
-from openslob.model.horizon import HorizonWatch
+from openslob.results.record import InstanceRecord
 
 ProgressFn = Callable[[dict[str, Any]], None]
 
@@ -17,35 +15,6 @@ ProgressFn = Callable[[dict[str, Any]], None]
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
-
-
-@dataclass
-class SessionOutcome:
-    id: int
-    schema: str
-    instance: int = 0  # index into RunRecord.instances
-    pid: int | None = None
-    warmup: dict[str, Any] | None = None
-    window: dict[str, Any] | None = None
-    error: str | None = None
-
-
-@dataclass
-class InstanceRecord:
-    """What one database instance of the run measured (its own counters and host)."""
-
-    target: str  # printable: no password
-    db_before: dict[str, Any] | None = None
-    db_after: dict[str, Any] | None = None
-    host_before: HostSnapshot | None = None
-    host_after: HostSnapshot | None = None
-    waits: Counter = field(default_factory=Counter)
-    wait_samples: int = 0
-    leftover_backends: int = 0
-    # our own transactions inside the window: the stats flush after each CALL
-    # (publish_stats) and the wait sampler's commits
-    own_commits: int = 0
-    horizon: HorizonWatch = field(default_factory=HorizonWatch)
 
 
 @dataclass
@@ -65,27 +34,3 @@ class RunInstance:
     host_via_database: bool = False
     guard: dict[str, Any] = field(default_factory=dict)  # what its loops watch (DatasetLock)
     wait_sampling: bool = False  # the engine samples waits inside the database
-
-
-@dataclass
-class RunRecord:
-    """Everything measured; results.py turns it into run.json."""
-
-    status: str = "complete"
-    error: str | None = None
-    sessions: list[SessionOutcome] = field(default_factory=list)
-    connect_seconds: float | None = None
-    start_at: float | None = None
-    window_start: float | None = None
-    window_end: float | None = None
-    planned_end: float | None = None
-    requested_seconds: float | None = None
-    warmup_seconds: float = 0.0
-    last_op_end: float | None = None
-    instances: list[InstanceRecord] = field(default_factory=list)
-    timeseries: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    stopped_by: str | None = None  # "SIGINT" | "SIGTERM" when a signal ended the run
-
-    def sessions_of(self, instance: int) -> list[SessionOutcome]:
-        return [o for o in self.sessions if o.instance == instance]

@@ -14,13 +14,8 @@ from openslob.engines.api import Monitor, RunBackend
 from openslob.host import snapshot as host_snapshot
 from openslob.model import combine
 from openslob.model.metrics import METRICS
-from openslob.runner.record import (
-    InstanceRecord,
-    ProgressFn,
-    RunInstance,
-    RunRecord,
-    first_line,
-)
+from openslob.results.record import InstanceRecord, RunRecord
+from openslob.runner.record import ProgressFn, RunInstance, first_line
 
 WAIT_SAMPLE_HZ = 10
 # The time series' figures from the engines' live loop counters (the metrics table's live
