@@ -24,8 +24,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from openslob.engines.api import PROFILES, ServerState
 from openslob.engines.common import fsperm
-from openslob.model.errors import ServerError
+from openslob.model.errors import ConfigError, ServerError
 
 SERVICE_USER = os.environ.get("SLOB_SERVER_USER", "openslob")
 MAX_SOCKET_PATH = 107  # sun_path is 108 bytes on Linux, including the terminating NUL
@@ -155,10 +156,65 @@ class ServerBase:
 
     Subclasses return ServerState from start() and status() (engines.api)."""
 
-    def __init__(self, instance_dir: Path) -> None:
+    # Profiles the tool itself may start besides PROFILES (never a user's choice).
+    internal_profiles: tuple[str, ...] = ()
+    default_port: int = 0
+
+    def __init__(self, instance_dir: Path, data_dir: Path) -> None:
         self._dir = instance_dir
+        self._data_dir = data_dir  # DATA_DIR: the lock covers every instance below it
         self.instance_file = instance_dir / "instance.json"
         self.as_root = os.geteuid() == 0
+
+    def start(
+        self,
+        profile: str | None = None,
+        *,
+        tcp: bool | None = None,
+        port: int | None = None,
+        max_connections: int | None = None,
+    ) -> ServerState:
+        """Start (or keep running) the server. Idempotent; restarts only to change settings.
+
+        Arguments left as None keep what the instance had (or the defaults for a new one).
+        """
+        if profile is not None and profile not in (*PROFILES, *self.internal_profiles):
+            allowed = ", ".join(PROFILES)
+            raise ConfigError(f"profile={profile} is not a known profile (allowed: {allowed})")
+        self._preflight()
+        with start_lock(self._data_dir):
+            self._ensure_service_user()
+            self._prepare_directories()
+            return self._start_locked(profile, tcp, port, max_connections)
+
+    def _preflight(self) -> None:
+        """What must hold before anything is created (its binaries exist)."""
+
+    def _prepare_directories(self) -> None:
+        raise NotImplementedError
+
+    def _start_locked(
+        self, profile: str | None, tcp: bool | None, port: int | None, max_connections: int | None
+    ) -> ServerState:
+        raise NotImplementedError
+
+    def _wanted(
+        self,
+        info: dict[str, Any],
+        profile: str | None,
+        tcp: bool | None,
+        port: int | None,
+        max_connections: int | None,
+    ) -> dict[str, Any]:
+        """The settings to run with: the arguments, else the instance's, else the defaults."""
+        wanted_tcp = bool(info.get("tcp", False)) if tcp is None else tcp
+        return {
+            "profile": profile or info.get("profile", "pio"),
+            "tcp": wanted_tcp,
+            "port": port or info.get("port") or pick_port(wanted_tcp, self.default_port),
+            "max_connections": max_connections
+            or info.get("max_connections", DEFAULT_MAX_CONNECTIONS),
+        }
 
     @property
     def instance_dir(self) -> Path:

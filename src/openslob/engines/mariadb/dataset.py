@@ -19,7 +19,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +28,7 @@ import pymysql
 
 from openslob.engines.api import ProgressCallback, SetupResult, TableLoad
 from openslob.engines.common import tables
+from openslob.engines.common.load import drain
 from openslob.engines.common.tables import schema_order
 from openslob.engines.mariadb.connection import connect, ident, page_size
 from openslob.engines.mariadb.layout import PAD_COLUMNS, RowLayout, layout_for
@@ -333,19 +334,12 @@ class DatasetLoader:
         loaded: dict[TableSpec, TableLoad] = {}
         with ThreadPoolExecutor(max_workers=max(1, degree), thread_name_prefix="slob-load") as pool:
             pending = {pool.submit(self._load_table, spec, layout): spec for spec in todo}
-            try:
-                while pending:
-                    done, _ = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
-                    for future in done:
-                        spec = pending.pop(future)
-                        loaded[spec] = future.result()  # re-raises a loader's error here
-                    if progress:
-                        progress(min(self._rows_done, total_rows), total_rows)
-            except BaseException:
-                self.cancel()
-                for future in pending:
-                    future.cancel()
-                raise
+
+            def tick() -> None:
+                if progress:
+                    progress(min(self._rows_done, total_rows), total_rows)
+
+            drain(pending, loaded.__setitem__, tick, self.cancel)
         return loaded
 
     def _prepare_table(self, spec: TableSpec, layout: RowLayout) -> None:

@@ -10,6 +10,7 @@ import pymysql
 
 from openslob.config.options import Config
 from openslob.engines.api import Finding
+from openslob.engines.common import doctor
 from openslob.engines.common.tables import CACHE_RATIO
 from openslob.engines.mariadb.connection import check_version, connect, global_variables
 from openslob.engines.mariadb.layout import layout_for
@@ -235,14 +236,7 @@ def _capacity(
 ) -> Finding:
     limit = int(settings.get("max_connections", "0"))
     free = limit - _status(conn, "Threads_connected")
-    need = sessions + 3  # the sessions, the sampler and the snapshot connections
-    ok = free >= need
-    return Finding(
-        "connections",
-        f"{need} needed, {free} free of max_connections {limit}",
-        "ok" if ok else "fail",
-        "" if ok else f"raise max_connections to at least {limit - free + need}",
-    )
+    return doctor.capacity(limit, free, sessions, restart=False)
 
 
 def _host(settings: dict[str, str]) -> Finding:

@@ -32,10 +32,9 @@ from typing import Any
 
 import pymysql
 
-from openslob.engines.api import PROFILES, ServerState
+from openslob.engines.api import ServerState
 from openslob.engines.common import fsperm
 from openslob.engines.common.server import (
-    DEFAULT_MAX_CONNECTIONS,
     SERVER_ENV,
     SERVICE_USER,
     START_TIMEOUT_S,
@@ -44,9 +43,7 @@ from openslob.engines.common.server import (
     kill_processes,
     large_cache_mb,
     log_tail,
-    pick_port,
     process_running,
-    start_lock,
     stop_process,
 )
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, global_variables
@@ -195,11 +192,13 @@ REPORTED_SETTINGS = (
 class EmbeddedMariaDB(ServerBase):
     """One private mariadbd in DATA_DIR/mariadb-<page size>."""
 
+    default_port = DEFAULT_PORT
+
     def __init__(self, data_dir: Path | str | None = None, page_size: str | int = "16k") -> None:
         self.page_size = parse_page_size(page_size)
         self.base_dir = Path(data_dir).expanduser().absolute() if data_dir else default_data_dir()
         self.dir = self.base_dir / f"mariadb-{self.page_size}"
-        super().__init__(self.dir)
+        super().__init__(self.dir, self.base_dir)
         self.datadir = self.dir / "data"
         self.run_dir = self.dir / "run"
         self.log_dir = self.dir / "log"
@@ -230,7 +229,7 @@ class EmbeddedMariaDB(ServerBase):
     def socket_path(self) -> Path:
         return Path(self._instance().get("socket") or self.run_dir / "mariadb.sock")
 
-    def _require_binaries(self) -> None:
+    def _preflight(self) -> None:
         for binary in (MARIADBD, INSTALL_DB):
             if not binary.exists():
                 raise ServerError(
@@ -295,39 +294,12 @@ class EmbeddedMariaDB(ServerBase):
 
     # ------------------------------------------------------------ start and stop
 
-    def start(
-        self,
-        profile: str | None = None,
-        *,
-        tcp: bool | None = None,
-        port: int | None = None,
-        max_connections: int | None = None,
-    ) -> ServerState:
-        """Start (or keep running) the server. Idempotent; restarts only to change settings.
-
-        Arguments left as None keep what the instance had (or the defaults for a new one).
-        """
-        if profile is not None and profile not in PROFILES:
-            raise ConfigError(
-                f"profile={profile} is not a known profile (allowed: {', '.join(PROFILES)})"
-            )
-        self._require_binaries()
-        with start_lock(self.base_dir):
-            return self._start_locked(profile, tcp, port, max_connections)
-
     def _start_locked(
         self, profile: str | None, tcp: bool | None, port: int | None, max_connections: int | None
     ) -> ServerState:
-        self._ensure_service_user()
-        self._prepare_directories()
         info = self._instance()
-        wanted_tcp = bool(info.get("tcp", False)) if tcp is None else tcp
         wanted = {
-            "profile": profile or info.get("profile", "pio"),
-            "tcp": wanted_tcp,
-            "port": port or info.get("port") or pick_port(wanted_tcp, DEFAULT_PORT),
-            "max_connections": max_connections
-            or info.get("max_connections", DEFAULT_MAX_CONNECTIONS),
+            **self._wanted(info, profile, tcp, port, max_connections),
             "page_size": self.page_size,
         }
         running = self._running_pid()

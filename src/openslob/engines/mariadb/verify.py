@@ -23,6 +23,7 @@ import pymysql
 
 from openslob.engines.api import Check
 from openslob.engines.common.tables import correlation_limit
+from openslob.engines.common.verify import VerifierBase
 from openslob.engines.mariadb.connection import ident
 from openslob.engines.mariadb.dataset import (
     LAYOUT_VERSION,
@@ -39,7 +40,7 @@ LEAF_RECORD_MIN_BYTES = 200
 STATS_EXACT_FROM_PAGES = 64  # below this innodb_index_stats reports n_leaf_pages loosely
 
 
-class TableVerifier:
+class TableVerifier(VerifierBase):
     def __init__(self, conn: pymysql.connections.Connection, layout: RowLayout) -> None:
         self.conn = conn
         self.layout = layout
@@ -57,15 +58,8 @@ class TableVerifier:
         )
         return bool(found)
 
-    def check(self, spec: TableSpec, reference: TableSpec | None) -> list[Check]:
-        if not self.exists(spec):
-            return [Check(spec.schema, f"{spec.table} exists", "missing", "present", False)]
-        checks = self._content(spec) + self._pages(spec) + self._meta(spec) + self._storage(spec)
-        if spec.indexed:
-            checks += self._index(spec)
-            if reference is not None and self.exists(reference):
-                checks.append(self._independence(spec, reference))
-        return checks
+    def table_checks(self, spec: TableSpec) -> list[Check]:
+        return self._content(spec) + self._pages(spec) + self._meta(spec) + self._storage(spec)
 
     def _content(self, spec: TableSpec) -> list[Check]:
         rows, min_key, max_key, min_pk, max_pk, corr = self._one(
@@ -197,7 +191,7 @@ class TableVerifier:
             )
         ]
 
-    def _index(self, spec: TableSpec) -> list[Check]:
+    def index_checks(self, spec: TableSpec) -> list[Check]:
         (unique,) = self._one(
             "SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s"
             " AND TABLE_NAME = %s AND INDEX_NAME = 'custid' AND NON_UNIQUE = 0",
@@ -229,7 +223,7 @@ class TableVerifier:
         )
         return checks
 
-    def _independence(self, spec: TableSpec, reference: TableSpec) -> Check:
+    def independence(self, spec: TableSpec, reference: TableSpec) -> Check:
         """pk of each key here vs in the reference schema: independent shuffles => r ~ 0."""
         (corr,) = self._one(
             "SELECT (AVG(a.pk * b.pk) - AVG(a.pk) * AVG(b.pk))"

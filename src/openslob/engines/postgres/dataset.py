@@ -18,15 +18,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from openslob.engines.api import ProgressCallback, SetupResult, TableLoad
 from openslob.engines.common import tables
+from openslob.engines.common.load import drain
 from openslob.engines.common.tables import schema_order
 from openslob.engines.postgres import layout
 from openslob.engines.postgres.layout import FILLFACTOR, PAD_COLUMNS
@@ -218,26 +220,21 @@ class DatasetLoader:
                 for first in range(1, strides[spec] + 1):
                     future = pool.submit(self._load_stride, spec, first, strides[spec])
                     pending[future] = ("stride", spec)
-            try:
-                while pending:
-                    done, _ = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
-                    for future in done:
-                        kind, spec = pending.pop(future)
-                        outcome = future.result()  # re-raises a loader's error here
-                        if kind == "finish":
-                            loaded[spec] = outcome
-                            continue
-                        remaining[spec] -= 1
-                        if remaining[spec] == 0:
-                            finish = pool.submit(self._finish_table, spec)
-                            pending[finish] = ("finish", spec)
-                    if progress:
-                        progress(self._rows_on_disk(todo, loaded), total_rows)
-            except BaseException:
-                self.cancel()
-                for future in pending:
-                    future.cancel()
-                raise
+
+            def on_done(key: tuple[str, TableSpec], outcome: Any) -> None:
+                kind, spec = key
+                if kind == "finish":
+                    loaded[spec] = outcome
+                    return
+                remaining[spec] -= 1
+                if remaining[spec] == 0:
+                    pending[pool.submit(self._finish_table, spec)] = ("finish", spec)
+
+            def tick() -> None:
+                if progress:
+                    progress(self._rows_on_disk(todo, loaded), total_rows)
+
+            drain(pending, on_done, tick, self.cancel)
         return loaded
 
     def _prepare_table(self, spec: TableSpec) -> None:

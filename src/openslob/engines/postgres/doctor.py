@@ -13,6 +13,7 @@ import psycopg
 
 from openslob.config.options import BLOCK_SIZE, Config
 from openslob.engines.api import Finding
+from openslob.engines.common import doctor
 from openslob.engines.common.tables import CACHE_RATIO
 from openslob.model.errors import OpenslobError
 from openslob.model.plan import session_schemas
@@ -236,14 +237,7 @@ def _capacity(conn: psycopg.Connection, sessions: int) -> Finding:
         "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
     ).fetchone()[0]
     free = limit - reserved - busy
-    need = sessions + 3  # the sessions, two monitors and the snapshot connection
-    ok = free >= need
-    return Finding(
-        "connections",
-        f"{need} needed, {free} free of max_connections {limit}",
-        "ok" if ok else "fail",
-        "" if ok else f"raise max_connections to at least {limit - free + need} (restart)",
-    )
+    return doctor.capacity(limit, free, sessions, restart=True)
 
 
 def _host(conn: psycopg.Connection) -> Finding:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 
-from openslob.config.options import BLOCK_SIZE, Config
-from openslob.engines.api import Check, Engine, ProgressCallback, SetupResult, VerifyResult
-from openslob.engines.common import tables
+from openslob.config.options import BLOCK_SIZE
+from openslob.engines.common.engine import SlobEngine
 from openslob.engines.postgres import guard
 from openslob.engines.postgres.dataset import DatasetLoader, TableSpec
 from openslob.engines.postgres.verify import TableVerifier, amcheck_available
@@ -35,16 +36,14 @@ DESCRIBED_SETTINGS = (
 )
 
 
-def _specs(config: Config) -> list[TableSpec]:
-    return tables.config_tables(config, TableSpec)
-
-
-class PostgresEngine(Engine):
+class PostgresEngine(SlobEngine):
     name = "postgresql"
+    table_spec = TableSpec
+    guard = guard
 
     def __init__(self, conninfo: str) -> None:
+        super().__init__(conninfo, DatasetLoader(conninfo))
         self.conninfo = conninfo
-        self._loader = DatasetLoader(conninfo)
 
     def _connect(self) -> psycopg.Connection:
         try:
@@ -97,60 +96,20 @@ class PostgresEngine(Engine):
                 ).fetchone()
         return cluster, database
 
-    def setup(self, config: Config, progress: ProgressCallback | None = None) -> SetupResult:
-        self._connect().close()  # version and block size first, before anything is changed
-        specs = _specs(config)
-        result = self._loader.load(specs, config["LOAD_PARALLEL_DEGREE"], progress)
-        wanted = {spec.schema for spec in specs}
-        extra = [s for s in self._loader.existing_schemas() if s not in wanted]
-        if extra:
-            result.notes.append(
-                f"schemas {', '.join(extra)} from an earlier setup are left as they are; "
-                "`slob destroy` drops them"
-            )
-        return result
+    def check_server(self) -> None:
+        self._connect().close()  # version and block size
 
-    def bytes_to_load(self, config: Config) -> int:
-        todo = self._loader.plan(_specs(config)).todo
-        return sum(spec.rows for spec in todo) * BLOCK_SIZE
-
-    def verify(self, config: Config) -> VerifyResult:
-        specs = _specs(config)
-        checks: list[Check] = []
+    @contextlib.contextmanager
+    def verifier(self) -> Iterator[TableVerifier]:
         with self._connect() as conn:
-            verifier = TableVerifier(conn, amcheck_available(conn))
-            for spec, reference in tables.with_references(specs):
-                checks += verifier.check(spec, reference)
-        return VerifyResult(checks)
-
-    def destroy(self) -> list[str]:
-        self._connect().close()
-        return self._loader.drop_all()
-
-    def cancel(self) -> None:
-        self._loader.cancel()
-
-    def missing_tables(self, config: Config, schemas: list[str]) -> dict[str, str]:
-        return tables.missing_tables(self._loader, config, TableSpec, schemas)
+            yield TableVerifier(conn, amcheck_available(conn))
 
     def data_bytes(self, rows: int) -> int:
         return rows * BLOCK_SIZE  # one row per page
 
-    def has_data(self) -> bool:
-        return bool(self._loader.existing_schemas())
-
     def install_procedures(self, schemas: list[str]) -> None:
         with self._connect() as conn:
             install_procedures(conn, schemas)
-
-    def lock_dataset(self, purpose: str) -> guard.DatasetLock:
-        return guard.DatasetLock(self.conninfo, purpose)
-
-    def lock_holder(self) -> str | None:
-        return guard.lock_holder(self.conninfo)
-
-    def leftover_loops(self) -> list[tuple[int, str]]:
-        return guard.leftover_loops(self.conninfo)
 
     def end_loops(self, ids: list[int]) -> str:
         guard.end_loops(self.conninfo, ids)

@@ -32,22 +32,18 @@ import psycopg
 from openslob.engines.api import ServerState
 from openslob.engines.common import fsperm
 from openslob.engines.common.server import (
-    DEFAULT_MAX_CONNECTIONS,
     SERVICE_USER,
     START_TIMEOUT_S,
     ServerBase,
     default_data_dir,
     kill_processes,
     log_tail,
-    pick_port,
     process_running,
-    start_lock,
     wait_until_stopped,
 )
 from openslob.engines.postgres.profiles import (
     DIRECT_IO_PROFILES,
     LOAD_PROFILE,
-    PROFILES,
     render_profile,
 )
 from openslob.model.errors import ServerError
@@ -72,9 +68,12 @@ def wheel_version() -> str:
 class EmbeddedServer(ServerBase):
     """One private PostgreSQL instance living in one data directory."""
 
+    internal_profiles = (LOAD_PROFILE,)
+    default_port = DEFAULT_PORT
+
     def __init__(self, data_dir: Path | str | None = None) -> None:
         self.data_dir = Path(data_dir).expanduser().absolute() if data_dir else default_data_dir()
-        super().__init__(self.data_dir)
+        super().__init__(self.data_dir, self.data_dir)
         self.pgdata = self.data_dir / "pgdata"
         self.log_dir = self.data_dir / "log"
         self.log_file = self.log_dir / "server.log"
@@ -194,42 +193,16 @@ class EmbeddedServer(ServerBase):
 
     # ------------------------------------------------------------------- start and stop
 
-    def start(
-        self,
-        profile: str | None = None,
-        *,
-        tcp: bool | None = None,
-        port: int | None = None,
-        max_connections: int | None = None,
-    ) -> ServerState:
-        """Start (or keep running) the server. Idempotent; restarts only to change settings.
-
-        Arguments left as None keep what the instance had (or the defaults for a new one).
-        """
-        if profile is not None and profile not in (*PROFILES, LOAD_PROFILE):
-            allowed = ", ".join(PROFILES)
-            raise ServerError(f"profile={profile} is not a known profile (allowed: {allowed})")
-        with start_lock(self.data_dir):
-            return self._start_locked(profile, tcp, port, max_connections)
-
     def _start_locked(
         self, profile: str | None, tcp: bool | None, port: int | None, max_connections: int | None
     ) -> ServerState:
-        self._ensure_service_user()
-        self._prepare_directories()
         self._install_binaries()
         info = self._instance()
         # A setup killed inside bulk_load left the load profile: back to the test one.
         test_profile = info.get("profile_after_load") or info.get("profile", "pio")
         if profile != LOAD_PROFILE:
             info.pop("profile_after_load", None)
-        wanted = {
-            "profile": profile or test_profile,
-            "tcp": bool(info.get("tcp", False)) if tcp is None else tcp,
-            "max_connections": max_connections
-            or info.get("max_connections", DEFAULT_MAX_CONNECTIONS),
-        }
-        wanted["port"] = port or info.get("port") or pick_port(wanted["tcp"], DEFAULT_PORT)
+        wanted = self._wanted(info, profile or test_profile, tcp, port, max_connections)
         self._initdb()
         running = self._running_pid()
         current = {k: info.get(k) for k in wanted}

@@ -13,6 +13,7 @@ from psycopg import sql
 
 from openslob.engines.api import Check
 from openslob.engines.common.tables import correlation_limit
+from openslob.engines.common.verify import VerifierBase
 from openslob.engines.postgres import layout
 from openslob.engines.postgres.dataset import (
     LAYOUT_VERSION,
@@ -29,7 +30,7 @@ def _page_map(spec: TableSpec) -> sql.Composed:
     )
 
 
-class TableVerifier:
+class TableVerifier(VerifierBase):
     def __init__(self, conn: psycopg.Connection, amcheck: bool) -> None:
         self.conn = conn
         self.amcheck = amcheck
@@ -41,16 +42,8 @@ class TableVerifier:
         ).fetchone()
         return bool(found and found[0])
 
-    def check(self, spec: TableSpec, reference: TableSpec | None) -> list[Check]:
-        where = f"{spec.table}"
-        if not self.exists(spec):
-            return [Check(spec.schema, f"{where} exists", "missing", "present", False)]
-        checks = self._layout(spec) + self._bloat(spec) + self._meta(spec) + self._storage(spec)
-        if spec.indexed:
-            checks += self._index(spec)
-            if reference is not None and self.exists(reference):
-                checks.append(self._independence(spec, reference))
-        return checks
+    def table_checks(self, spec: TableSpec) -> list[Check]:
+        return self._layout(spec) + self._bloat(spec) + self._meta(spec) + self._storage(spec)
 
     def _layout(self, spec: TableSpec) -> list[Check]:
         rows, used, max_per_page, min_key, max_key, corr, pages = self.conn.execute(
@@ -160,7 +153,7 @@ class TableVerifier:
             )
         ]
 
-    def _index(self, spec: TableSpec) -> list[Check]:
+    def index_checks(self, spec: TableSpec) -> list[Check]:
         row = self.conn.execute(
             "SELECT i.indexrelid::regclass::text, i.indisvalid AND i.indisready AND i.indislive,"
             "  i.indisunique FROM pg_index i WHERE i.indrelid = %s::regclass",
@@ -199,7 +192,7 @@ class TableVerifier:
                 )
         return checks
 
-    def _independence(self, spec: TableSpec, reference: TableSpec) -> Check:
+    def independence(self, spec: TableSpec, reference: TableSpec) -> Check:
         """Page of each key here vs in the reference schema: independent shuffles ⇒ r ≈ 0."""
         (corr,) = self.conn.execute(
             sql.SQL("SELECT corr(a.blk, b.blk) FROM ({a}) a JOIN ({b}) b USING (custid)").format(

@@ -1,0 +1,104 @@
+"""What both engines' Engine does the same way around their loader, verifier and guard.
+
+An engine's Engine (engines/<name>/engine.py) subclasses SlobEngine with its own pieces: the
+TableSpec type its loader plans with, the loader, a guard module (DatasetLock, lock_holder,
+leftover_loops, end_loops: see engines/*/guard.py), how it checks the server before anything
+is changed, and a verifier. The data set's lifecycle around them is written once here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import abstractmethod
+from types import ModuleType
+from typing import Any
+
+from openslob.config.options import Config
+from openslob.engines.api import (
+    Check,
+    DatasetLock,
+    Engine,
+    ProgressCallback,
+    SetupResult,
+    VerifyResult,
+)
+from openslob.engines.common import tables
+
+
+class SlobEngine(Engine):
+    """`target`: how the engine's guard and loader connect (a conninfo, driver keywords)."""
+
+    table_spec: type[tables.TableSpec] = tables.TableSpec
+    guard: ModuleType
+
+    def __init__(self, target: Any, loader: Any) -> None:
+        self._target = target
+        self._loader = loader
+
+    # ------------------------------------------------------------- what an engine adds
+
+    @abstractmethod
+    def check_server(self) -> None:
+        """Version, page size: raise SetupError before anything is changed."""
+
+    @abstractmethod
+    def verifier(self) -> contextlib.AbstractContextManager[Any]:
+        """A context giving an object with check(spec, reference) -> list[Check]."""
+
+    def install_after_load(self, schemas: list[str]) -> None:
+        """What setup (re)creates after the load besides the tables (the loader may have)."""
+
+    # ------------------------------------------------------------------ the data set
+
+    def specs(self, config: Config) -> list[Any]:
+        return tables.config_tables(config, self.table_spec)
+
+    def setup(self, config: Config, progress: ProgressCallback | None = None) -> SetupResult:
+        """Load what is missing or stale; leave valid tables as they are."""
+        self.check_server()
+        specs = self.specs(config)
+        result = self._loader.load(specs, config["LOAD_PARALLEL_DEGREE"], progress)
+        wanted = sorted({spec.schema for spec in specs}, key=tables.schema_order)
+        self.install_after_load(wanted)
+        extra = [s for s in self._loader.existing_schemas() if s not in wanted]
+        if extra:
+            result.notes.append(
+                f"schemas {', '.join(extra)} from an earlier setup are left as they are; "
+                "`slob destroy` drops them"
+            )
+        return result
+
+    def bytes_to_load(self, config: Config) -> int:
+        todo = self._loader.plan(self.specs(config)).todo
+        return sum(self.data_bytes(spec.rows) for spec in todo)
+
+    def verify(self, config: Config) -> VerifyResult:
+        checks: list[Check] = []
+        with self.verifier() as verifier:
+            for spec, reference in tables.with_references(self.specs(config)):
+                checks += verifier.check(spec, reference)
+        return VerifyResult(checks)
+
+    def destroy(self) -> list[str]:
+        self.check_server()
+        return self._loader.drop_all()
+
+    def cancel(self) -> None:
+        self._loader.cancel()
+
+    def missing_tables(self, config: Config, schemas: list[str]) -> dict[str, str]:
+        return tables.missing_tables(self._loader, config, self.table_spec, schemas)
+
+    def has_data(self) -> bool:
+        return bool(self._loader.existing_schemas())
+
+    # ------------------------------------------------------------ one user at a time
+
+    def lock_dataset(self, purpose: str) -> DatasetLock:
+        return self.guard.DatasetLock(self._target, purpose)
+
+    def lock_holder(self) -> str | None:
+        return self.guard.lock_holder(self._target)
+
+    def leftover_loops(self) -> list[tuple[int, str]]:
+        return self.guard.leftover_loops(self._target)
