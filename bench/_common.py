@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from openslob.config.options import Config, resolve
+from openslob.config.resolve import Config, resolve
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.runner.execute import prepare
 

@@ -23,7 +23,8 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from openslob.config.options import BLOCK_SIZE, parse_size_bytes, resolve
+from openslob.config.option import BLOCK_SIZE, parse_size_bytes
+from openslob.config.resolve import resolve
 from openslob.engines.api import Target
 from openslob.engines.postgres.dataset import (
     PAD_COLUMNS,

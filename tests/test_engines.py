@@ -64,12 +64,14 @@ def test_setup_then_verify(loaded, base: Path) -> None:
 
 
 def test_run_measures_the_same_figures(loaded, base: Path, tmp_path: Path) -> None:
-    """One run on each engine: loop counts, DB and device reads, latencies, the report."""
+    """One run on each engine: loop counts, DB and device reads, latencies, the report, and
+    fio reading the same file system with reads of the engine's page size (--calibrate)."""
     engine, cwd = loaded
     results = tmp_path / "results"
     result = slob(
         base, cwd, "run", "--target", TARGETS[engine], *DATA, "--sessions", "2",
         "--update-pct", "20", "--warmup", "1", "--run-time", "4", "--results-dir", str(results),
+        "--calibrate",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     (run_dir,) = results.iterdir()
@@ -108,6 +110,30 @@ def test_run_measures_the_same_figures(loaded, base: Path, tmp_path: Path) -> No
     source = "performance_schema" if engine == "mariadb" else "pg_stat_io"
     assert f"Database ({source})" in report
     assert ("Redo log and commits" in report) == (engine == "mariadb")
+    # fio reads one page of the engine's size (16 KiB InnoDB pages, 8 KiB PostgreSQL blocks)
+    page = {"mariadb": 16384, "postgresql": 8192}[engine]
+    assert run["engine"]["page_size_bytes"] == page
+    cal = run["calibration"]
+    assert cal["fio"]["block_bytes"] == page and cal["fio"]["jobs"] == 2
+    assert cal["fio"]["read_mb_per_s"] == pytest.approx(cal["fio"]["iops"] * page / 2**20, 0.01)
+    assert cal["pio_reads_pct_of_fio"] == pytest.approx(
+        m["pio_reads_per_s"] / cal["fio"]["iops"] * 100
+    )
+    assert f"fio 2 jobs {page // 1024} KiB randread" in report
+
+
+def test_calibrate_reads_the_private_servers_page_size(loaded, base: Path, tmp_path: Path) -> None:
+    engine, cwd = loaded
+    result = slob(
+        base, cwd, "calibrate", "--target", TARGETS[engine], "--sessions", "1",
+        "--run-time", "1", "--size", "32M", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    fio = json.loads(result.output[result.output.index("{") :])
+    assert fio["block_bytes"] == {"mariadb": 16384, "postgresql": 8192}[engine]
+    assert "/calibrate/" in fio["file"] and fio["iops"] > 0
+    bad = slob(base, cwd, "calibrate", "--target", TARGETS[engine], "--block-size", "1000")
+    assert bad.exit_code == 2 and "--block-size 1000 is not a read size" in bad.output
 
 
 @pytest.mark.parametrize("after", [2.5, 0.3, 0.0])

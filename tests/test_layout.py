@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from openslob.config.options import resolve
+from openslob.config.resolve import resolve
 from openslob.engines.postgres.layout import max_pages
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.report.text import render_text

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pymysql
 import pytest
 
-from openslob.config.options import Config, resolve
+from openslob.config.resolve import Config, resolve
 from openslob.engines.mariadb import stats
 from openslob.engines.mariadb.engine import MariaDBEngine
 from openslob.engines.mariadb.layout import layout_for

@@ -13,7 +13,7 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from openslob.config.options import resolve
+from openslob.config.resolve import resolve
 from openslob.engines.common.server import SERVICE_USER
 from openslob.engines.mariadb import server as mariadb_server
 from openslob.engines.mariadb.engine import MariaDBEngine
@@ -75,11 +75,7 @@ def test_4k_server_reports_its_page_size_from_the_server(server_4k: EmbeddedMari
     assert Path(state.data_dir).name == "mariadb-4k"
     # Runs as the unprivileged server user when we are root.
     owner = Path(f"/proc/{state.pid}").stat().st_uid
-    assert owner == (
-        pwd.getpwnam(SERVICE_USER).pw_uid
-        if os.geteuid() == 0
-        else os.geteuid()
-    )
+    assert owner == (pwd.getpwnam(SERVICE_USER).pw_uid if os.geteuid() == 0 else os.geteuid())
 
 
 def test_4k_setup_two_rows_per_leaf_page(server_4k: EmbeddedMariaDB) -> None:

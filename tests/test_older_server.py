@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from openslob.cli import cli
-from openslob.config.options import resolve
+from openslob.config.resolve import resolve
 from openslob.engines.common import fsperm
 from openslob.engines.postgres.runner import PostgresRunBackend
 from openslob.engines.postgres.server import SERVICE_USER

@@ -11,20 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from openslob.cli.params import add_options, config_from_click
-from openslob.config.options import (
-    BLOCK_SIZE,
-    OPTIONS,
-    OPTIONS_BY_NAME,
-    SLOB_KEYS_NOT_IMPLEMENTED,
-    Config,
-    Option,
-    check_combination,
-    options_for,
-    parse_size_bytes,
-    parse_value,
-    read_slob_conf,
-    resolve,
-)
+from openslob.config.option import BLOCK_SIZE, Option, parse_size_bytes, parse_value
+from openslob.config.options import OPTIONS, OPTIONS_BY_NAME, SLOB_KEYS_NOT_IMPLEMENTED, options_for
+from openslob.config.resolve import Config, check_combination, resolve
+from openslob.config.slobconf import read_slob_conf
 from openslob.model.errors import ConfigError
 
 FIXTURE = Path(__file__).parent / "data" / "slob.conf"

@@ -261,10 +261,11 @@ def test_timeseries_panels_phases_and_marks(tmp_path: Path):
     fig = plots.timeseries(rows, title="nvme 20 %", marks=[(20.0, 25.0, "read latency ×2.5")])
     iops, mbps, lat = fig.axes[:3]
     assert iops.get_shared_x_axes().joined(iops, lat)
+    # legends are the metrics table's labels
     assert [line.get_label() for line in iops.get_lines()] == [
-        "device reads/s",
-        "device writes/s",
-        "DB reads/s",
+        "Device reads",
+        "Device writes",
+        "DB reads (live)",
     ]
     assert iops.get_lines()[2].get_linestyle() == "--"
     assert len(mbps.get_lines()) == 2
@@ -299,7 +300,7 @@ def test_timeseries_without_rows_or_measurements():
     assert isinstance(plots.timeseries([]), Figure)
     rows = [{"elapsed_s": "1", "phase": "window", "device_reads_per_s": ""}]
     fig = plots.timeseries(rows)
-    assert fig.axes[0].get_lines()[0].get_label() == "device reads/s (not measured)"
+    assert fig.axes[0].get_lines()[0].get_label() == "Device reads (not measured)"
 
 
 # --- latency histogram --------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from openslob.cli import cli
-from openslob.config.options import resolve
+from openslob.config.resolve import resolve
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.report.text import render_text
 from openslob.results.rundir import load_run

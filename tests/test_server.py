@@ -15,9 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from openslob.cli import cli
-from openslob.config.options import BLOCK_SIZE, resolve
+from openslob.config.option import BLOCK_SIZE
+from openslob.config.resolve import resolve
 from openslob.engines.postgres.server import SERVICE_USER, EmbeddedServer, wheel_install_dir
-from openslob.model.errors import ServerError
+from openslob.model.errors import ConfigError, ServerError
 
 from .conftest import make_base_dir
 
@@ -139,7 +140,8 @@ def test_buffered_load_profile_and_back(fresh_server: EmbeddedServer) -> None:
 
 
 def test_unknown_profile_is_rejected(fresh_server: EmbeddedServer) -> None:
-    with pytest.raises(ServerError, match="profile=fast"):
+    # bad input: a ConfigError (one line naming the parameter), before anything is started
+    with pytest.raises(ConfigError, match=r"profile=fast .*allowed: pio, lio, redo"):
         fresh_server.start("fast")
 
 

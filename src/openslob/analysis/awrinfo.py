@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from openslob.model.errors import OpenslobError
-from openslob.model.histogram import Histogram, bucket_bounds, bucket_index
-from openslob.model.metrics import DEFAULT_TERMS
+from openslob.model.histogram import merged_ops
+from openslob.model.metrics import DEFAULT_TERMS, METRICS
 from openslob.results.collect import RunRef
 
 NA = "n/a"
@@ -68,6 +68,13 @@ def _metric(key: str) -> Callable[[RunRef], Any]:
     return lambda ref: dig(ref.run, "metrics", key)
 
 
+def _from_table(column_key: str, metric_key: str) -> Column:
+    """A column of one run.json metric: header, unit and decimals from the metrics table
+    (the column keys stay awr_info's, for CSV and JSON readers)."""
+    metric = METRICS[metric_key]
+    return Column(column_key, metric.short, metric.unit, _metric(metric_key), metric.digits)
+
+
 def _sessions(ref: RunRef) -> int | None:
     sessions = ref.run.get("sessions")
     return len(sessions) if isinstance(sessions, list) else None
@@ -83,30 +90,9 @@ def _top_wait(ref: RunRef) -> str | None:
     return f"{event} {pct:.1f}%" if isinstance(pct, int | float) else str(event)
 
 
-def merged_histogram(run: Mapping[str, Any]) -> Histogram | None:
-    """All op types' window histograms added together; None when there is none.
-
-    run.json keeps buckets as [lower_us, upper_us, count]; the bucket index is recovered from
-    the lower bound. A bucket whose bounds are not this tool's scheme makes the whole figure
-    unknown rather than wrong.
-    """
-    latency = run.get("latency")
-    if not isinstance(latency, Mapping):
-        return None
-    hist = Histogram()
-    for summary in latency.values():
-        for bucket in dig(summary, "histogram", "buckets") or []:
-            lower, upper, count = bucket
-            idx = bucket_index(int(lower))
-            if bucket_bounds(idx) != (int(lower), int(upper)):
-                return None
-            hist.counts[idx] = hist.counts.get(idx, 0) + int(count)
-    return hist if hist.count else None
-
-
 def op_percentile_us(run: Mapping[str, Any], pct: float) -> float | None:
     """SLOBop latency percentile over all op types (bucket midpoint, as Histogram does)."""
-    hist = merged_histogram(run)
+    hist = merged_ops(run.get("latency"))
     return None if hist is None else hist.percentile_us(pct)
 
 
@@ -123,20 +109,20 @@ COLUMNS: list[Column] = [
     Column("sessions", "SESSIONS", "sessions", _sessions, 0),
     Column("update_pct", "UPDATE_PCT", "%", lambda ref: dig(ref.run, "config", "UPDATE_PCT"), 0),
     Column("elapsed_s", "ELAPSED", "s", lambda ref: dig(ref.run, "window", "seconds"), 1),
-    Column("db_cpu_s", "DB CPU", "s", _metric("db_cpu_s"), 1),
-    Column("db_time_s", "DB TIME", "s", _metric("db_time_s"), 1),
-    Column("executes_per_s", "EXECUTES/s", "SLOBops/s", _metric("slobops_per_s"), 1),
-    Column("lio_per_s", "LIO/s", "blocks/s", _metric("lio_per_s"), 0),
-    Column("preads_per_s", "PREADS/s", "blocks/s", _metric("pio_reads_per_s"), 0),
-    Column("read_mb_per_s", "READ_MB/s", "MB/s", _metric("pio_read_mb_per_s"), 1),
-    Column("pwrites_per_s", "PWRITES/s", "blocks/s", _metric("pio_writes_per_s"), 0),
-    Column("write_mb_per_s", "WRITE_MB/s", "MB/s", _metric("pio_write_mb_per_s"), 1),
-    Column("redo_mb_per_s", "REDO_MB/s", "MB/s", _metric("wal_mb_per_s"), 2),
-    Column("db_read_us", "DB_READ_US", "us", _metric("db_read_latency_us"), 1),
-    Column("dev_read_us", "DEV_READ_US", "us", _metric("device_read_latency_us"), 1),
-    Column("wal_sync_us", "WAL_SYNC_US", "us", _metric("wal_sync_latency_us"), 1),
-    Column("op_p50_us", "OP_P50_US", "us", lambda ref: op_percentile_us(ref.run, 50), 0),
-    Column("op_p99_us", "OP_P99_US", "us", lambda ref: op_percentile_us(ref.run, 99), 0),
+    _from_table("db_cpu_s", "db_cpu_s"),
+    _from_table("db_time_s", "db_time_s"),
+    _from_table("executes_per_s", "slobops_per_s"),
+    _from_table("lio_per_s", "lio_per_s"),
+    _from_table("preads_per_s", "pio_reads_per_s"),
+    _from_table("read_mb_per_s", "pio_read_mb_per_s"),
+    _from_table("pwrites_per_s", "pio_writes_per_s"),
+    _from_table("write_mb_per_s", "pio_write_mb_per_s"),
+    _from_table("redo_mb_per_s", "wal_mb_per_s"),
+    _from_table("db_read_us", "db_read_latency_us"),
+    _from_table("dev_read_us", "device_read_latency_us"),
+    _from_table("wal_sync_us", "wal_sync_latency_us"),
+    Column("op_p50_us", "OP_P50_US", "µs", lambda ref: op_percentile_us(ref.run, 50), 0),
+    Column("op_p99_us", "OP_P99_US", "µs", lambda ref: op_percentile_us(ref.run, 99), 0),
     Column("status", "STATUS", "", lambda ref: ref.run.get("status")),
     Column("top_wait", "TOP_WAIT", "% of samples", _top_wait),
 ]

@@ -19,7 +19,7 @@ import click
 from rich.console import Console
 
 from openslob import __version__
-from openslob.config.options import Config
+from openslob.config.resolve import Config
 from openslob.engines import registry
 from openslob.model.errors import Terminated, one_line, raise_terminated
 from openslob.model.secrets import scrub

@@ -12,16 +12,9 @@ from typing import Any, TypeVar
 
 import click
 
-from openslob.config.options import (
-    BLOCK_SIZE,
-    OPTIONS_BY_NAME,
-    Config,
-    Option,
-    number_text,
-    options_for,
-    range_text,
-    resolve,
-)
+from openslob.config.option import BLOCK_SIZE, Option, number_text, range_text
+from openslob.config.options import OPTIONS_BY_NAME, options_for
+from openslob.config.resolve import Config, resolve
 
 F = TypeVar("F", bound=Callable[..., Any])
 

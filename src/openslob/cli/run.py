@@ -32,7 +32,7 @@ from openslob.cli.app import (
 from openslob.cli.params import add_options, add_server_options, config_from_click, server_config
 from openslob.config.options import options_for
 from openslob.model.errors import OpenslobError
-from openslob.model.metrics import METRICS
+from openslob.model.metrics import METRICS, progress_keys
 from openslob.report.text import render_text
 from openslob.results.rundir import NotSaved, check_results_place, write_atomic
 from openslob.runner import sweep as harness
@@ -55,8 +55,9 @@ results_dir_option = click.option(
 @click.option(
     "--calibrate",
     is_flag=True,
-    help="After the run, read the same file system with fio (8 KiB random, direct, "
-    "one job per session, same duration) and report the database as % of it.",
+    help="After the run, read the same file system with fio (random reads of the database's "
+    "page size, direct, one job per session, same duration) and report the database as % "
+    "of it.",
 )
 @click.option(
     "--calibrate-dir",
@@ -127,29 +128,14 @@ def run(
         sys.exit(exit_code(result))
 
 
-# The live figures the progress line shows: (metrics table key, short name, decimals).
-_PROGRESS = (
-    ("slobops_per_s", "ops/s", 0),
-    ("device_reads_per_s", "dev r/s", 0),
-    ("device_writes_per_s", "w/s", 0),
-    ("device_read_mb_per_s", "MB/s r", 1),
-    ("device_write_mb_per_s", "w", 1),
-    ("db_read_latency_us", "db read us", 0),
-    ("device_read_latency_us", "dev read us", 0),
-    ("cpu_user_pct", "cpu usr %", 0),
-    ("cpu_sys_pct", "sys %", 0),
-)
-
-
 def progress_line(row: dict[str, Any]) -> str:
-    """One interval of the time series, in the metrics table's live figures."""
+    """One interval of the time series, in the metrics table's live figures (brief names)."""
 
-    def num(key: str, digits: int) -> str:
+    def num(key: str) -> str:
         value = row.get(key)
-        return "n/a" if value is None else f"{value:,.{digits}f}"
+        return "n/a" if value is None else f"{value:,.{METRICS[key].digits}f}"
 
-    assert all(METRICS[key].live for key, _, _ in _PROGRESS)
-    figures = "  ".join(f"{name} {num(key, digits)}" for key, name, digits in _PROGRESS)
+    figures = "  ".join(f"{METRICS[key].brief} {num(key)}" for key in progress_keys())
     return f"{row['phase']:>6} {row['elapsed_s']:7.1f} s  {figures}   "
 
 
@@ -304,6 +290,13 @@ def _finish_sweep(path: Path, plots: bool) -> None:
 )
 @click.option("--size", default="1G", show_default=True, help="Size of fio's file.")
 @click.option(
+    "--block-size",
+    default=None,
+    metavar="SIZE",
+    help="fio's read size, 512 to 1M in steps of 512 (default: the page size of the "
+    "--target's private server, else 8K).",
+)
+@click.option(
     "--calibrate-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -318,6 +311,7 @@ def calibrate(
     sessions: int,
     run_time: float,
     size: str,
+    block_size: str | None,
     calibrate_dir: Path | None,
     as_json: bool,
     targets: tuple[str, ...],
@@ -326,8 +320,9 @@ def calibrate(
 ) -> None:
     """Measure the raw device with fio the way the database reads it.
 
-    8 KiB random reads, psync, O_DIRECT, one job per session, on the file system of the
-    database's data directory (the private server of --target, or --calibrate-dir).
+    Random reads of one database page (8 KiB; a private MariaDB's InnoDB page size), psync,
+    O_DIRECT, one job per session, on the file system of the database's data directory
+    (the private server of --target, or --calibrate-dir).
     `slob run --calibrate` does the same right after a run and puts both side by side in
     the report.
 
@@ -335,12 +330,14 @@ def calibrate(
     Examples:
       slob calibrate --sessions 8 --run-time 60
       slob calibrate --calibrate-dir /tmp/fio --size 256M --run-time 10 --json
+      slob calibrate --target embedded-mariadb --page-size 16k --run-time 10
     """
-    from openslob.runner.calibrate import run_fio
+    from openslob.runner.calibrate import DEFAULT_BLOCK_BYTES, fio_block_bytes, run_fio
     from openslob.runner.execute import calibration_dir
     from openslob.runner.targets import resolve_targets
 
     config = server_config(params)
+    block = fio_block_bytes(block_size)  # bad input refused before fio or a server starts
     if calibrate_dir is not None:
         directory = calibrate_dir
     else:
@@ -349,16 +346,23 @@ def calibrate(
             raise OpenslobError("calibrate: give one --target (fio reads one file system)")
         (target,) = resolve_targets(names, config, data_dir, start=False)
         directory = calibration_dir(target, None)
-    result = run_fio(directory, sessions, run_time, size)
+        if block is None and target.server is not None:
+            block = target.server.page_bytes
+    result = run_fio(directory, sessions, run_time, size, block or DEFAULT_BLOCK_BYTES)
     if as_json:
         click.echo(json.dumps(result.as_dict(), indent=2))
         return
     click.echo(
-        f"fio {result.version}: {result.jobs} jobs x 8 KiB random reads (psync, direct) "
+        f"fio {result.version}: {result.jobs} jobs x {result.block_bytes // 1024} KiB random "
+        "reads (psync, direct) "
         f"for {result.seconds:.1f} s on {result.file}"
     )
     click.echo(
         f"  {result.iops:,.0f} IOPS, {result.read_mb_per_s:,.1f} MB/s, latency mean "
-        f"{result.mean_latency_us:,.1f} us, p50 {result.p50_latency_us or 0:,.1f} us, "
-        f"p99 {result.p99_latency_us or 0:,.1f} us"
+        f"{result.mean_latency_us:,.1f} us, p50 {_us(result.p50_latency_us)}, "
+        f"p99 {_us(result.p99_latency_us)}"
     )
+
+
+def _us(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.1f} us"

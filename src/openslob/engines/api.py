@@ -25,9 +25,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from openslob.config.options import Config, Option
+from openslob.config.option import Option
+from openslob.config.resolve import Config
 from openslob.model.metrics import Metric
 
 # Called with (rows loaded so far, rows to load in total) while setup runs.
@@ -90,6 +91,7 @@ class VerifyResult:
         return all(check.ok for check in self.checks)
 
 
+@runtime_checkable
 class DatasetLock(Protocol):
     """One run, setup or destroy per data set at a time (engines' guard modules)."""
 
@@ -176,6 +178,7 @@ class Engine(ABC):
 # ------------------------------------------------------------------------------ the run
 
 
+@runtime_checkable
 class Monitor(Protocol):
     """One sampler's connection: it must hold back no cleanup horizon between its queries."""
 
@@ -203,6 +206,7 @@ class Monitor(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
 class RunBackend(Protocol):
     """What the run lifecycle needs from one instance."""
 
@@ -238,6 +242,7 @@ class RunBackend(Protocol):
         """Whether `exc` says the server (or the connection to it) is gone."""
 
 
+@runtime_checkable
 class WindowStats(Protocol):
     """The window's figures from the two snapshots of one instance."""
 
@@ -304,12 +309,14 @@ class ServerState:
 _ALWAYS = {"state", "data_dir", "profile", "version", "pid", "uri", "tcp_port", "settings"}
 
 
+@runtime_checkable
 class PrivateServer(Protocol):
     """A server openslob creates, starts and stops itself (one data directory)."""
 
     label: str
     files_dir: Path  # the data files' directory: its devices are the ones measured
     instance_dir: Path
+    page_bytes: int  # the page size it runs with (the size of one single-block read)
 
     def start(self, profile: str | None = None, **settings: Any) -> ServerState: ...
 
@@ -348,12 +355,28 @@ class Target:
         return self.server.label if self.server is not None else self.printable
 
 
+# The terms every engine declares (the reports and metric labels name them), and those a
+# capability brings with it (a report section that exists only with the capability).
+REQUIRED_TERMS = (
+    "log",
+    "log_long",
+    "cache",
+    "db_io",
+    "read_event",
+    "write_event",
+    "log_sync_event",
+    "horizon",
+    "direct_io",
+)
+CAPABILITY_TERMS = {"host_files": ("host_files",), "statement_stats": ("statements",)}
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What an engine can measure, and its own words (run.json engine.terms) for what the
     reports name: log (WAL / redo log), cache, db_io (where its I/O figures come from),
     io_breakdown, statements, horizon (its cleanup horizon), direct_io (how its data I/O
-    bypasses the OS cache)."""
+    bypasses the OS cache), host_files (how a remote server's /proc is read)."""
 
     terms: dict[str, str]
     wait_sampling: bool = False  # Monitor.sample_waits

@@ -70,7 +70,8 @@ def snapshot_from_text(
 
 # ------------------------------------------------------------------ another host's /proc
 # A server on another host (or in a container): its /proc read through some `read(path)`
-# (pg_read_file through the database connection), parsed by the same functions.
+# (the engine's file-reading function through the database connection), parsed by the same
+# functions.
 
 FileReader = Callable[[str], str | None]
 
@@ -87,8 +88,9 @@ def read_snapshot(read: FileReader, device_names: Iterable[str]) -> HostSnapshot
     )
 
 
-def read_host_info(read: FileReader, devices: list[str]) -> dict:
-    """run.json's "host" for the server's host, from its /proc (None where unreadable)."""
+def read_host_info(read: FileReader, devices: list[str], read_through: str) -> dict:
+    """run.json's "host" for the server's host, from its /proc (None where unreadable);
+    `read_through` names how (the engine's term host_files, e.g. pg_read_file)."""
     stat, meminfo, cpuinfo = read("/proc/stat"), read("/proc/meminfo"), read("/proc/cpuinfo")
     hostname, kernel = read("/proc/sys/kernel/hostname"), read("/proc/sys/kernel/osrelease")
     return {
@@ -100,7 +102,7 @@ def read_host_info(read: FileReader, devices: list[str]) -> dict:
         "os": None,
         # sysfs details (size, scheduler) are this host's view: only the names travel
         "devices": [{"name": name} for name in devices],
-        "read_through": "database (pg_read_file)",
+        "read_through": f"database ({read_through})",
     }
 
 

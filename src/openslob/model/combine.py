@@ -1,9 +1,10 @@
 """Totals of a run over several instances (and hosts): what adds, what is weighted.
 
-Rates add. A latency is weighted by the operations it times (the total's mean latency is
-total time / total operations, never the mean of the instances' means). Host percentages
-are averaged over distinct hosts. A figure missing from any part is missing from the
-total (null): a total over part of the run would be wrong, not approximate.
+How each figure combines is its row of the metrics table (model/metrics.py). Rates add. A
+latency is weighted by the operations it times (the total's mean latency is total time /
+total operations, never the mean of the instances' means). Host percentages are averaged
+over distinct hosts. A figure missing from any part is missing from the total (null): a
+total over part of the run would be wrong, not approximate.
 """
 
 from __future__ import annotations
@@ -11,32 +12,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-# latency-like figure -> the rate of the operations it describes
-WEIGHTED_BY = {
-    "db_read_latency_us": "pio_reads_per_s",
-    "db_write_latency_us": "pio_writes_per_s",
-    "wal_sync_latency_us": "wal_syncs_per_s",
-    "device_read_latency_us": "device_reads_per_s",
-    "device_avg_read_kb": "device_reads_per_s",
-    "device_write_latency_us": "device_writes_per_s",
-    "device_avg_write_kb": "device_writes_per_s",
-    "device_flush_latency_us": "device_flushes_per_s",
-}
-ADDITIVE = {"db_time_s", "db_cpu_s", "server_cpu_seconds", "temp_mb", "device_avg_queue"}
-# shares of one host's capacity: the mean over hosts
-HOST_SHARES_PREFIXES = ("cpu_", "psi_", "device_util_pct", "server_cpu_pct")
+from openslob.model.metrics import METRICS, Metric
+
+
+def _metric(key: str) -> Metric:
+    """The key's row of the metrics table; a key it lacks (a newer engine's figure in an
+    older openslob) adds when it is a rate and is otherwise kept only when parts agree."""
+    if key in METRICS:
+        return METRICS[key]
+    return Metric(key, "", key, combine="sum" if key.endswith("_per_s") else "same")
 
 
 def _kind(key: str) -> str:
-    if key in WEIGHTED_BY:
-        return "weighted"
-    if key in ADDITIVE or key.endswith("_per_s"):
-        return "sum"
-    if key.startswith(HOST_SHARES_PREFIXES):
-        return "mean"
-    if key == "lio_per_op":
-        return "ratio"
-    return "same"
+    kind = _metric(key).combine
+    return "mean" if kind == "per_host_sum" else kind  # within merge(): see run_totals
 
 
 def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -59,10 +48,11 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
         elif kind == "mean":
             total[key] = sum(values) / len(values)
         elif kind == "weighted":
-            total[key] = _weighted(values, [part.get(WEIGHTED_BY[key]) for part in parts])
+            weight = _metric(key).weight
+            total[key] = _weighted(values, [part.get(weight) if weight else None for part in parts])
         else:  # a figure of the run itself: kept only when every part agrees
             total[key] = values[0] if all(v == values[0] for v in values) else None
-    if "lio_per_op" in keys:
+    if "lio_per_op" in keys:  # the only "ratio" figure: blocks over operations
         lio, ops = total.get("lio_per_s"), total.get("slobops_per_s")
         total["lio_per_op"] = lio / ops if lio is not None and ops else None
     return total
@@ -94,23 +84,22 @@ def round_figures(metrics: dict[str, Any]) -> dict[str, Any]:
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in metrics.items()}
 
 
-HOST_LEVEL_PREFIXES = ("device_", "cpu_", "psi_", "context_switches")
-
-
 def run_totals(instance_metrics: Sequence[dict[str, Any]], host_keys: Sequence[str]) -> dict:
     """The run's metrics from its instances': database figures add over instances, a host's
     device and CPU figures count once however many instances it serves."""
     groups = by_host(host_keys)
 
     def host_level(key: str) -> bool:
-        return key.startswith(HOST_LEVEL_PREFIXES)
+        metric = _metric(key)
+        return metric.host and metric.combine != "per_host_sum"
 
     total = merge([{k: v for k, v in m.items() if not host_level(k)} for m in instance_metrics])
     hosts = [{k: v for k, v in instance_metrics[g[0]].items() if host_level(k)} for g in groups]
     total.update(across_hosts(hosts))
-    if "server_cpu_pct" in total:  # the instances' shares of their host add up per host
-        shares = [[instance_metrics[i].get("server_cpu_pct") for i in g] for g in groups]
-        total["server_cpu_pct"] = (
+    for key in [k for k in total if _metric(k).combine == "per_host_sum"]:
+        # the instances' shares of their host add up per host, then average over hosts
+        shares = [[instance_metrics[i].get(key) for i in g] for g in groups]
+        total[key] = (
             None
             if any(v is None for group in shares for v in group)
             else sum(sum(group) for group in shares) / len(shares)  # type: ignore[arg-type]

@@ -14,8 +14,9 @@ non-empty buckets as {"idx": count}.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 SUB_BUCKETS = 64
 LINEAR_LIMIT = 2 * SUB_BUCKETS  # 128 µs
@@ -49,6 +50,19 @@ class Histogram:
     @classmethod
     def from_json(cls, sparse: Mapping[str, int] | None) -> Histogram:
         return cls({int(k): int(v) for k, v in (sparse or {}).items() if int(v)})
+
+    @classmethod
+    def from_buckets(cls, buckets: Iterable[Sequence[int]]) -> Histogram | None:
+        """run.json's [lower_us, upper_us, count] rows (summary()'s), the bucket recovered
+        from its lower bound. None when a row's bounds are not this scheme's: a figure read
+        from another tool's buckets would be wrong, so it is unknown instead."""
+        hist = cls()
+        for lower, upper, count in buckets:
+            idx = bucket_index(int(lower))
+            if bucket_bounds(idx) != (int(lower), int(upper)):
+                return None
+            hist.counts[idx] = hist.counts.get(idx, 0) + int(count)
+        return hist
 
     @classmethod
     def from_values(cls, values_us: Iterable[int]) -> Histogram:
@@ -115,3 +129,22 @@ class Histogram:
                 "buckets": [[*bucket_bounds(idx), self.counts[idx]] for idx in sorted(self.counts)],
             },
         }
+
+
+def of_summary(block: Mapping[str, Any] | None) -> Histogram | None:
+    """The histogram of one run.json latency block (an op type); empty when it has none."""
+    histogram = (block or {}).get("histogram") if isinstance(block, Mapping) else None
+    buckets = histogram.get("buckets") if isinstance(histogram, Mapping) else None
+    return Histogram.from_buckets(buckets or [])
+
+
+def merged_ops(latency: Mapping[str, Any] | None) -> Histogram | None:
+    """All op types of a run.json "latency" added together; None when there were no ops
+    or a block's buckets are not this scheme's."""
+    total = Histogram()
+    for block in (latency or {}).values() if isinstance(latency, Mapping) else ():
+        hist = of_summary(block)
+        if hist is None:
+            return None
+        total.merge(hist)
+    return total if total.count else None

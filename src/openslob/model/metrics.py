@@ -47,6 +47,7 @@ class Metric:
     live: bool = False  # in timeseries.csv and the progress line
     digits: int = 1
     source: str = "database"  # loop | database | server | live | host | engine
+    brief: str = ""  # its name on the progress line ("": not shown there; needs live)
 
     def label_for(self, terms: Mapping[str, str] | None = None) -> str:
         return self.label.format_map({**DEFAULT_TERMS, **(terms or {})})
@@ -61,7 +62,7 @@ def _host(key: str, unit: str, label: str, **kw: Any) -> Metric:
 
 
 LOOP = (
-    _loop("slobops_per_s", "SLOBops", short="EXECUTES/s"),
+    _loop("slobops_per_s", "SLOBops", short="EXECUTES/s", brief="ops/s"),
     _loop("selects_per_s", "SELECT ops"),
     _loop("updates_per_s", "UPDATE ops (each commits)"),
     _loop("scans_per_s", "SCAN ops"),
@@ -91,6 +92,7 @@ DATABASE = (
         combine="weighted",
         weight="pio_reads_per_s",
         live=True,
+        brief="db read us",
     ),
     Metric(
         "db_write_latency_us",
@@ -124,14 +126,16 @@ DATABASE = (
 LIVE = (Metric("db_reads_per_s", "reads/s", "DB reads (live)", live=True, digits=0, source="live"),)
 
 HOST = (
-    _host("device_reads_per_s", "reads/s", "Device reads", live=True, digits=0),
-    _host("device_writes_per_s", "writes/s", "Device writes", live=True, digits=0),
-    _host("device_read_mb_per_s", "MB/s", "Device read MB/s", live=True),
-    _host("device_write_mb_per_s", "MB/s", "Device write MB/s", live=True),
+    _host("device_reads_per_s", "reads/s", "Device reads", live=True, digits=0, brief="dev r/s"),
+    _host("device_writes_per_s", "writes/s", "Device writes", live=True, digits=0, brief="w/s"),
+    _host("device_read_mb_per_s", "MB/s", "Device read MB/s", live=True, brief="MB/s r"),
+    _host("device_write_mb_per_s", "MB/s", "Device write MB/s", live=True, brief="w"),
     _host(
         "device_read_latency_us",
         "µs",
         "Device read latency",
+        short="DEV_READ_US",
+        brief="dev read us",
         live=True,
         combine="weighted",
         weight="device_reads_per_s",
@@ -168,8 +172,8 @@ HOST = (
         combine="weighted",
         weight="device_flushes_per_s",
     ),
-    _host("cpu_user_pct", "%", "CPU user", live=True, combine="mean"),
-    _host("cpu_sys_pct", "%", "CPU sys", live=True, combine="mean"),
+    _host("cpu_user_pct", "%", "CPU user", live=True, combine="mean", brief="cpu usr %"),
+    _host("cpu_sys_pct", "%", "CPU sys", live=True, combine="mean", brief="sys %"),
     _host("cpu_iowait_pct", "%", "CPU iowait", live=True, combine="mean"),
     _host("cpu_idle_pct", "%", "CPU idle", combine="mean"),
     _host("cpu_steal_pct", "%", "CPU steal", combine="mean"),
@@ -221,6 +225,11 @@ def label(key: str, terms: Mapping[str, str] | None = None) -> str:
     """A metric's long label in the engine's own terms (run.json engine.terms)."""
     metric = METRICS.get(key)
     return key if metric is None else metric.label_for(terms)
+
+
+def progress_keys() -> tuple[str, ...]:
+    """The live figures the progress line shows, in table order."""
+    return tuple(k for k, m in METRICS.items() if m.brief and m.live)
 
 
 def core_keys(source: str) -> tuple[str, ...]:

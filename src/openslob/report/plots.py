@@ -21,7 +21,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
-from openslob.model.histogram import Histogram, bucket_bounds, bucket_index
+from openslob.model.histogram import Histogram, bucket_bounds, merged_ops, of_summary
+from openslob.model.metrics import METRICS
+from openslob.model.metrics import label as metric_label
 from openslob.results.rundir import write_atomic
 
 if TYPE_CHECKING:
@@ -52,17 +54,17 @@ X_CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
     "iops": (("pio_reads_per_s", "pio_writes_per_s"), "Physical I/O per second (DB)"),
     "mbps": (("pio_read_mb_per_s", "pio_write_mb_per_s"), "Physical I/O MB/s (DB)"),
 }
-LATENCY_LABELS = {
-    "db_read": "DB read latency (µs)",
-    "op_p50": "SLOBop latency p50, all op types (µs)",
-    "op_p99": "SLOBop latency p99, all op types (µs)",
-    "device_read": "Device read latency (µs)",
-}
+# --latency choices that are metrics (the table names them); the others are op percentiles.
+LATENCY_METRICS = {"db_read": "db_read_latency_us", "device_read": "device_read_latency_us"}
 LATENCY_TITLES = {
-    "db_read": "DB read latency",
+    **{choice: metric_label(key) for choice, key in LATENCY_METRICS.items()},
     "op_p50": "SLOBop p50",
     "op_p99": "SLOBop p99",
-    "device_read": "device read latency",
+}
+LATENCY_LABELS = {
+    **{c: f"{metric_label(k)} ({METRICS[k].unit})" for c, k in LATENCY_METRICS.items()},
+    "op_p50": "SLOBop latency p50, all op types (µs)",
+    "op_p99": "SLOBop latency p99, all op types (µs)",
 }
 X_TITLES = {"iops": "DB physical I/O per second", "mbps": "DB physical MB/s"}
 NINES = (0.0, 50.0, 90.0, 99.0, 99.9, 99.99)
@@ -169,23 +171,6 @@ def session_count(ref: RunRef) -> int | None:
     return int(value) if value else None
 
 
-def merged_op_histogram(run: Mapping[str, Any]) -> Histogram:
-    """All op types' histograms added together (buckets are [lower_us, upper_us, count])."""
-    hist = Histogram()
-    for block in (run.get("latency") or {}).values():
-        hist.merge(op_histogram(block))
-    return hist
-
-
-def op_histogram(block: Mapping[str, Any] | None) -> Histogram:
-    hist = Histogram()
-    buckets = ((block or {}).get("histogram") or {}).get("buckets") or []
-    for lower, _upper, count in buckets:
-        idx = bucket_index(int(lower))
-        hist.counts[idx] = hist.counts.get(idx, 0) + int(count)
-    return hist
-
-
 def petal_x(run: Mapping[str, Any], x: str) -> float | None:
     keys, _ = X_CHOICES[x]
     metrics = run.get("metrics") or {}
@@ -198,12 +183,11 @@ def petal_x(run: Mapping[str, Any], x: str) -> float | None:
 
 def petal_y(run: Mapping[str, Any], latency: str) -> float | None:
     metrics = run.get("metrics") or {}
-    if latency == "db_read":
-        value = metrics.get("db_read_latency_us")
-    elif latency == "device_read":
-        value = metrics.get("device_read_latency_us")
+    if latency in LATENCY_METRICS:
+        value = metrics.get(LATENCY_METRICS[latency])
     else:
-        value = merged_op_histogram(run).percentile_us(50 if latency == "op_p50" else 99)
+        hist = merged_ops(run.get("latency"))
+        value = None if hist is None else hist.percentile_us(50 if latency == "op_p50" else 99)
     return None if value is None else float(value)
 
 
@@ -338,18 +322,19 @@ def _petal_axes(ax: Axes, log_x: bool, log_y: bool) -> None:
 
 # --- time series --------------------------------------------------------------------------
 
+# (time-series column = metrics table key, colour, line style); legends are the table's labels
 IOPS_SERIES = (
-    ("device_reads_per_s", "device reads/s", "#1f77b4", "-"),
-    ("device_writes_per_s", "device writes/s", "#d62728", "-"),
-    ("db_reads_per_s", "DB reads/s", "#2ca02c", "--"),
+    ("device_reads_per_s", "#1f77b4", "-"),
+    ("device_writes_per_s", "#d62728", "-"),
+    ("db_reads_per_s", "#2ca02c", "--"),
 )
 MBPS_SERIES = (
-    ("device_read_mb_per_s", "device read MB/s", "#1f77b4", "-"),
-    ("device_write_mb_per_s", "device write MB/s", "#d62728", "-"),
+    ("device_read_mb_per_s", "#1f77b4", "-"),
+    ("device_write_mb_per_s", "#d62728", "-"),
 )
 LATENCY_SERIES = (
-    ("device_read_latency_us", "device read µs", "#1f77b4", "-"),
-    ("db_read_latency_us", "DB read µs", "#2ca02c", "--"),
+    ("device_read_latency_us", "#1f77b4", "-"),
+    ("db_read_latency_us", "#2ca02c", "--"),
 )
 HEADROOM = 1.22
 LABEL_Y = 0.98  # in axes fraction, inside the headroom band
@@ -407,10 +392,11 @@ def timeseries(
     )
     marker = "." if len(rows) <= MARKER_MAX_ROWS else None
     for ax, series, ylabel in panels:
-        for key, label, color, linestyle in series:
+        for key, color, linestyle in series:
             values = [_num(row.get(key)) for row in rows]
+            legend = metric_label(key)
             if all(math.isnan(v) for v in values):
-                label += " (not measured)"
+                legend += " (not measured)"
             ax.plot(
                 elapsed,
                 values,
@@ -419,7 +405,7 @@ def timeseries(
                 marker=marker,
                 markersize=3,
                 linewidth=1.3,
-                label=label,
+                label=legend,
             )
         ax.set_ylabel(ylabel)
         # headroom above the data: the phase and episode labels sit there, clear of the lines
@@ -486,8 +472,8 @@ def op_blocks(run: Mapping[str, Any]) -> list[tuple[str, Histogram]]:
     """Op types that recorded ops, in run.json order (select, update, scan)."""
     found = []
     for kind, block in (run.get("latency") or {}).items():
-        hist = op_histogram(block)
-        if hist.count:
+        hist = of_summary(block)
+        if hist is not None and hist.count:
             found.append((kind, hist))
     return found
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from openslob.model.metrics import DEFAULT_TERMS
+from openslob.model.metrics import DEFAULT_TERMS, label
 
 WIDTH = 100
 NA = "n/a"
@@ -141,26 +141,35 @@ def _log(run: dict[str, Any]) -> str:
     return _terms(run)["log"]
 
 
+# The Load Profile's rows: metrics table keys, an indent for the op kinds under SLOBops.
+LOAD_PROFILE = (
+    ("slobops_per_s", 0),
+    ("selects_per_s", 2),
+    ("updates_per_s", 2),
+    ("scans_per_s", 2),
+    ("lio_per_s", 0),
+    ("pio_reads_per_s", 0),
+    ("pio_read_mb_per_s", 0),
+    ("pio_writes_per_s", 0),
+    ("pio_write_mb_per_s", 0),
+    ("wal_mb_per_s", 0),
+    ("wal_records_per_s", 0),
+    ("wal_fpi_per_s", 0),
+    ("commits_per_s", 0),
+    ("device_reads_per_s", 0),
+    ("device_writes_per_s", 0),
+)
+
+
+def _profile_label(key: str, run: dict[str, Any]) -> str:
+    """The table's label in the engine's terms; "/s" dropped (the column is per second)."""
+    return label(key, _terms(run)).removesuffix("/s")
+
+
 def _load_profile(run: dict[str, Any]) -> list[str]:
     m = run["metrics"]
     ops = m.get("slobops_per_s")
-    rows = [
-        ("SLOBops", m.get("slobops_per_s")),
-        ("  SELECT ops", m.get("selects_per_s")),
-        ("  UPDATE ops (each commits)", m.get("updates_per_s")),
-        ("  SCAN ops", m.get("scans_per_s")),
-        ("Logical reads (blocks)", m.get("lio_per_s")),
-        ("Physical reads (DB)", m.get("pio_reads_per_s")),
-        ("Physical read MB", m.get("pio_read_mb_per_s")),
-        ("Physical writes (DB)", m.get("pio_writes_per_s")),
-        ("Physical write MB", m.get("pio_write_mb_per_s")),
-        (f"{_terms(run).get('log_long', _log(run))} MB", m.get("wal_mb_per_s")),
-        ("WAL records", m.get("wal_records_per_s")),
-        ("WAL full-page images", m.get("wal_fpi_per_s")),
-        ("Commits", m.get("commits_per_s")),
-        ("Device reads", m.get("device_reads_per_s")),
-        ("Device writes", m.get("device_writes_per_s")),
-    ]
+    rows = [(" " * indent + _profile_label(key, run), m.get(key)) for key, indent in LOAD_PROFILE]
     lines = section("Load Profile")
     lines += table(
         ["", "Per Second", "Per SLOBop"],
@@ -349,6 +358,11 @@ def _horizon_lines(
     return lines
 
 
+def _fio_block_kib(fio: dict[str, Any]) -> str:
+    """fio's read size; run.json files from before block_bytes was recorded read 8 KiB."""
+    return fmt((fio.get("block_bytes") or 8192) // 1024)
+
+
 def _calibration(run: dict[str, Any]) -> list[str]:
     cal = run.get("calibration")
     if not cal:
@@ -370,7 +384,7 @@ def _calibration(run: dict[str, Any]) -> list[str]:
                 NA,
             ],
             [
-                f"fio {fio['jobs']} jobs 8 KiB randread",
+                f"fio {fio['jobs']} jobs {_fio_block_kib(fio)} KiB randread",
                 fmt(fio["iops"]),
                 fmt(fio["read_mb_per_s"]),
                 fmt(fio["mean_latency_us"]),

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from openslob import __version__
-from openslob.config.options import Config
+from openslob.config.resolve import Config
 from openslob.engines import registry
 from openslob.engines.common.tables import CACHE_RATIO, schema_order
 from openslob.engines.common.work import OP_TYPES

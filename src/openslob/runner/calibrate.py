@@ -1,9 +1,11 @@
 """Raw-device reference with fio: what the storage gives without a database in the way.
 
-Same shape as the SLOB read: 8 KiB random reads, synchronous (psync), O_DIRECT, one job per
-database session, for the same duration, on the file system that holds the database's data
-directory. All jobs share one file (laid out once and kept for the next calibration), so the
-working set is the same whatever the job count. fio's JSON output is parsed, never scraped.
+Same shape as the SLOB read: random reads of one database page (8 KiB, or the engine's page
+size: 16 KiB InnoDB pages are compared with 16 KiB fio reads), synchronous (psync), O_DIRECT,
+one job per database session, for the same duration, on the file system that holds the
+database's data directory. All jobs share one file (laid out once and kept for the next
+calibration), so the working set is the same whatever the job count. fio's JSON output is
+parsed, never scraped.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from openslob.model.errors import OpenslobError
+from openslob.config.option import parse_size_bytes
+from openslob.model.errors import ConfigError, OpenslobError
 
 FIO_FILE = "openslob-fio.dat"
 DEFAULT_SIZE = "1G"
-BLOCK_SIZE = 8192
+DEFAULT_BLOCK_BYTES = 8192
 
 
 class CalibrationError(OpenslobError):
@@ -29,6 +32,7 @@ class CalibrationError(OpenslobError):
 @dataclass
 class FioResult:
     jobs: int
+    block_bytes: int
     seconds: float
     iops: float
     read_mb_per_s: float
@@ -41,6 +45,21 @@ class FioResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def fio_block_bytes(text: str | None) -> int | None:
+    """--block-size as bytes (None: not given); a one-line error naming the range."""
+    if text is None:
+        return None
+    try:
+        value = parse_size_bytes(text)
+    except ValueError:
+        value = -1
+    if not 512 <= value <= 1 << 20 or value % 512:
+        raise ConfigError(
+            f"--block-size {text} is not a read size (allowed: 512 to 1M, in steps of 512)"
+        )
+    return value
 
 
 def fio_path() -> str | None:
@@ -57,14 +76,16 @@ def require_fio() -> str:
     return path
 
 
-def fio_command(fio: str, directory: Path, jobs: int, seconds: float, size: str) -> list[str]:
+def fio_command(
+    fio: str, directory: Path, jobs: int, seconds: float, size: str, block_bytes: int
+) -> list[str]:
     return [
         fio,
         "--name=openslob-calibrate",
         f"--filename={directory / FIO_FILE}",
         f"--size={size}",
         "--rw=randread",
-        f"--bs={BLOCK_SIZE}",
+        f"--bs={block_bytes}",
         "--ioengine=psync",
         "--direct=1",
         f"--numjobs={jobs}",
@@ -105,10 +126,16 @@ def parse_fio_json(text: str) -> dict[str, Any]:
     }
 
 
-def run_fio(directory: Path, jobs: int, seconds: float, size: str = DEFAULT_SIZE) -> FioResult:
+def run_fio(
+    directory: Path,
+    jobs: int,
+    seconds: float,
+    size: str = DEFAULT_SIZE,
+    block_bytes: int = DEFAULT_BLOCK_BYTES,
+) -> FioResult:
     fio = require_fio()
     directory.mkdir(parents=True, exist_ok=True)
-    command = fio_command(fio, directory, jobs, seconds, size)
+    command = fio_command(fio, directory, jobs, seconds, size, block_bytes)
     proc = subprocess.run(
         command, capture_output=True, text=True, check=False, timeout=seconds + 600
     )
@@ -118,6 +145,7 @@ def run_fio(directory: Path, jobs: int, seconds: float, size: str = DEFAULT_SIZE
     parsed = parse_fio_json(proc.stdout)
     return FioResult(
         jobs=jobs,
+        block_bytes=block_bytes,
         seconds=parsed["seconds"],
         iops=parsed["iops"],
         read_mb_per_s=parsed["read_mb_per_s"],

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from openslob.config.options import Config
+from openslob.config.resolve import Config
 from openslob.engines.api import Monitor
 from openslob.host import snapshot as host_snapshot
 from openslob.model.plan import session_instances, session_schemas, session_seed

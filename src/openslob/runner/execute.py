@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from openslob.config.options import Config
+from openslob.config.resolve import Config
 from openslob.engines import registry
 from openslob.engines.api import EnginePlugin, ProgressCallback, RunBackend, Target
 from openslob.host import counters as host_counters
@@ -24,7 +24,13 @@ from openslob.model.plan import session_schemas
 from openslob.results.build import InstanceInfo, build_run_json
 from openslob.results.record import InstanceRecord
 from openslob.results.rundir import run_directory, write_run
-from openslob.runner.calibrate import CalibrationError, compare, require_fio, run_fio
+from openslob.runner.calibrate import (
+    DEFAULT_BLOCK_BYTES,
+    CalibrationError,
+    compare,
+    require_fio,
+    run_fio,
+)
 from openslob.runner.controller import RunController
 from openslob.runner.loopconf import external_script
 from openslob.runner.prepare import Notice, Prepared, PreparedInstance, prepare
@@ -55,7 +61,8 @@ def _server_host(
             read("/proc/self/mountinfo") or "",
             read("/proc/diskstats") or "",
         )
-        return devices, host_snapshot.read_host_info(read, devices), None
+        how = plugin.capabilities.terms.get("host_files", "the database's file reader")
+        return devices, host_snapshot.read_host_info(read, devices, how), None
     finally:
         monitor.close()
 
@@ -170,9 +177,14 @@ def calibration(
 ) -> dict[str, Any]:
     """fio at the run's concurrency and duration, and how the database compares."""
     seconds = run["window"]["seconds"] or 1.0
-    notice(f"calibrating: fio 8 KiB random reads, {sessions} jobs, {seconds:.0f} s in {directory}")
+    # one read of the database's own page size (measured: the engine's page_size_bytes)
+    block = (run.get("engine") or {}).get("page_size_bytes") or DEFAULT_BLOCK_BYTES
+    notice(
+        f"calibrating: fio {block // 1024} KiB random reads, {sessions} jobs, "
+        f"{seconds:.0f} s in {directory}"
+    )
     try:
-        fio = run_fio(directory, sessions, seconds).as_dict()
+        fio = run_fio(directory, sessions, seconds, block_bytes=block).as_dict()
     except CalibrationError as exc:
         notice(str(exc))
         return {"fio": None, "error": str(exc)}

@@ -7,7 +7,7 @@ import os
 import subprocess
 from typing import Any
 
-from openslob.config.options import Config
+from openslob.config.resolve import Config
 
 EXTERNAL_SCRIPT_TIMEOUT_S = 300
 # A loop's read-only transaction ends once it is this old (seconds), so that no session

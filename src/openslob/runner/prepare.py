@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openslob.config.options import Config
+from openslob.config.resolve import Config
 from openslob.engines import registry
 from openslob.engines.api import DatasetLock, Engine, ProgressCallback, SetupResult, Target
 from openslob.engines.common.tables import schema_order

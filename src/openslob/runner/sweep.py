@@ -21,7 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from openslob.config.options import OPTIONS_BY_NAME, Config, parse_value, resolve
+from openslob.config.option import parse_value
+from openslob.config.options import OPTIONS_BY_NAME
+from openslob.config.resolve import Config, resolve
 from openslob.engines import registry
 from openslob.model.errors import ConfigError, Terminated
 from openslob.model.plan import session_schemas

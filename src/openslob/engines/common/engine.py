@@ -13,7 +13,7 @@ from abc import abstractmethod
 from types import ModuleType
 from typing import Any
 
-from openslob.config.options import Config
+from openslob.config.resolve import Config
 from openslob.engines.api import (
     Check,
     DatasetLock,

@@ -32,7 +32,7 @@ def ensure_service_user(name: str) -> None:
             "--shell",
             "/usr/sbin/nologin",
             "--comment",
-            "openslob private PostgreSQL",
+            "openslob private database servers",
             name,
         ],
         capture_output=True,

@@ -187,6 +187,54 @@ class ServerBase:
             self._prepare_directories()
             return self._start_locked(profile, tcp, port, max_connections)
 
+    def status(self) -> ServerState:
+        """Absent (never created), stopped, or running with its version and settings as the
+        server itself reports them."""
+        info = self._instance()
+        if not self._created():
+            return ServerState(state="absent", data_dir=str(self.instance_dir), **self._where({}))
+        pid = self._running_pid()
+        state = ServerState(
+            state="running" if pid else "stopped",
+            data_dir=str(self.instance_dir),
+            profile=info.get("profile"),
+            pid=pid,
+            tcp_port=info.get("port") if info.get("tcp") else None,
+            service_user=info.get("service_user"),
+            **self._where(info),
+        )
+        if not pid:
+            state.version = self.server_version()
+            return state
+        state.uri = self.conninfo()
+        state.version, state.settings = self._served_settings()
+        return state
+
+    # ------------------------------------------------------------- what an engine adds
+
+    def _created(self) -> bool:
+        """Whether its data directory was initialised."""
+        raise NotImplementedError
+
+    def _running_pid(self) -> int | None:
+        """The server's pid when it is alive and really serves this instance."""
+        raise NotImplementedError
+
+    def server_version(self) -> str:
+        """The version of its binaries (the server need not run)."""
+        raise NotImplementedError
+
+    def conninfo(self) -> str:
+        raise NotImplementedError
+
+    def _where(self, info: dict[str, Any]) -> dict[str, Any]:
+        """Its own ServerState fields (page size, socket) from the instance file."""
+        return {}
+
+    def _served_settings(self) -> tuple[str, dict[str, str]]:
+        """(version, reported settings) from the running server."""
+        raise NotImplementedError
+
     def _preflight(self) -> None:
         """What must hold before anything is created (its binaries exist)."""
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from openslob.config.options import Config
+from openslob.config.resolve import Config
 
 # Physical-I/O tests want the data set at least this many times the database's cache (the
 # run's warning and both doctors).

@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from openslob.engines.api import Check
+from openslob.engines.common.tables import correlation_limit
 
 
 class VerifierBase(ABC):
@@ -35,3 +36,17 @@ class VerifierBase(ABC):
             if reference is not None and self.exists(reference):
                 checks.append(self.independence(spec, reference))
         return checks
+
+
+def correlation_check(schema: str, name: str, corr: float | None, rows: int) -> Check:
+    """Keys shuffled over the table: |r| between a key and where its row sits stays under
+    what a random order gives (correlation_limit); an unmeasured r fails."""
+    limit = correlation_limit(rows)
+    measured = None if corr is None else round(float(corr), 4)
+    return Check(
+        schema,
+        name,
+        measured,
+        f"|r| < {limit:.3f}",
+        measured is not None and abs(measured) < limit,
+    )

@@ -8,7 +8,7 @@ from typing import Any
 
 import pymysql
 
-from openslob.config.options import Config
+from openslob.config.resolve import Config
 from openslob.engines.api import Finding
 from openslob.engines.common import doctor
 from openslob.engines.common.tables import CACHE_RATIO

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from openslob.config.options import Config
+from openslob.config.resolve import Config
 from openslob.engines.api import (
     Capabilities,
     EnginePlugin,

@@ -218,6 +218,10 @@ class EmbeddedMariaDB(ServerBase):
         yield False
 
     @property
+    def page_bytes(self) -> int:
+        return PAGE_SIZES[self.page_size]
+
+    @property
     def files_dir(self) -> Path:
         """The database's own files: its device is the one the run's counters read."""
         return self.datadir
@@ -484,28 +488,15 @@ class EmbeddedMariaDB(ServerBase):
         finally:
             conn.close()
 
-    def status(self) -> ServerState:
-        info = self._instance()
-        if not (self.datadir / "mysql").is_dir():
-            return ServerState(state="absent", data_dir=str(self.dir), page_size=self.page_size)
-        pid = self._running_pid()
-        state = ServerState(
-            state="running" if pid else "stopped",
-            data_dir=str(self.dir),
-            page_size=self.page_size,
-            profile=info.get("profile"),
-            pid=pid,
-            socket=str(self.socket_path),
-            tcp_port=info.get("port") if info.get("tcp") else None,
-            service_user=info.get("service_user"),
-        )
-        if not pid:
-            state.version = self.server_version()
-            return state
-        state.uri = self.conninfo()
+    def _created(self) -> bool:
+        return (self.datadir / "mysql").is_dir()
+
+    def _where(self, info: dict[str, Any]) -> dict[str, Any]:
+        return {"page_size": self.page_size, **({"socket": str(self.socket_path)} if info else {})}
+
+    def _served_settings(self) -> tuple[str, dict[str, str]]:
         with self.admin_connection() as conn:
             settings = global_variables(conn, REPORTED_SETTINGS)
-        state.version = settings.get("version")
         # The page size as the server reports it (bytes), next to the name we asked for.
         served = int(settings.get("innodb_page_size", 0))
         if served != PAGE_SIZES[self.page_size]:
@@ -513,5 +504,4 @@ class EmbeddedMariaDB(ServerBase):
                 f"{self.dir} serves innodb_page_size={served}, not {self.page_size}: "
                 "the data directory was created with another page size"
             )
-        state.settings = settings
-        return state
+        return settings.get("version", ""), settings

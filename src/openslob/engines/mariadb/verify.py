@@ -22,8 +22,7 @@ from typing import Any
 import pymysql
 
 from openslob.engines.api import Check
-from openslob.engines.common.tables import correlation_limit
-from openslob.engines.common.verify import VerifierBase
+from openslob.engines.common.verify import VerifierBase, correlation_check
 from openslob.engines.mariadb.connection import ident
 from openslob.engines.mariadb.dataset import (
     LAYOUT_VERSION,
@@ -87,17 +86,7 @@ class TableVerifier(VerifierBase):
             ),
         ]
         if spec.indexed:
-            limit = correlation_limit(n)
-            measured = None if corr is None else round(float(corr), 4)
-            checks.append(
-                Check(
-                    spec.schema,
-                    f"{t} key/pk correlation",
-                    measured,
-                    f"|r| < {limit:.3f}",
-                    measured is not None and abs(measured) < limit,
-                )
-            )
+            checks.append(correlation_check(spec.schema, f"{t} key/pk correlation", corr, n))
         return checks
 
     def _pages(self, spec: TableSpec) -> list[Check]:
@@ -230,12 +219,5 @@ class TableVerifier(VerifierBase):
             "  / NULLIF(STDDEV_POP(a.pk) * STDDEV_POP(b.pk), 0)"
             f" FROM {spec.name} a JOIN {reference.name} b USING (custid)"
         )
-        limit = correlation_limit(spec.rows)
-        measured = None if corr is None else round(float(corr), 4)
-        return Check(
-            spec.schema,
-            f"{spec.table} pk order vs {reference.schema}",
-            measured,
-            f"|r| < {limit:.3f}",
-            measured is not None and abs(measured) < limit,
-        )
+        where = f"{spec.table} pk order vs {reference.schema}"
+        return correlation_check(spec.schema, where, corr, spec.rows)

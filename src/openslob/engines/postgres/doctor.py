@@ -11,7 +11,8 @@ from pathlib import Path
 
 import psycopg
 
-from openslob.config.options import BLOCK_SIZE, Config
+from openslob.config.option import BLOCK_SIZE
+from openslob.config.resolve import Config
 from openslob.engines.api import Finding
 from openslob.engines.common import doctor
 from openslob.engines.common.tables import CACHE_RATIO

@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from openslob.config.options import BLOCK_SIZE
+from openslob.config.option import BLOCK_SIZE
 from openslob.engines.common.engine import SlobEngine
 from openslob.engines.postgres import guard
 from openslob.engines.postgres.dataset import DatasetLoader, TableSpec

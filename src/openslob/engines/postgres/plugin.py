@@ -15,7 +15,8 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from openslob.config.options import BLOCK_SIZE, Config
+from openslob.config.option import BLOCK_SIZE
+from openslob.config.resolve import Config
 from openslob.engines.api import (
     Capabilities,
     EnginePlugin,
@@ -106,6 +107,7 @@ class PostgresPlugin(EnginePlugin):
             "db_io": "pg_stat_io",
             "io_breakdown": "pg_stat_io",
             "statements": "pg_stat_statements",
+            "host_files": "pg_read_file",
             "horizon": "xmin of the database",
             "direct_io": "debug_io_direct = data (PostgreSQL 16+; the private server's pio "
             "profile)",

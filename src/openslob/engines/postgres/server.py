@@ -25,10 +25,12 @@ import subprocess
 from collections.abc import Callable, Iterator
 from importlib import metadata, util
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import psycopg
 
+from openslob.config.option import BLOCK_SIZE
 from openslob.engines.api import ServerState
 from openslob.engines.common import fsperm
 from openslob.engines.common.server import (
@@ -84,6 +86,8 @@ class EmbeddedServer(ServerBase):
     @property
     def label(self) -> str:
         return f"embedded PostgreSQL in {self.data_dir}"
+
+    page_bytes = BLOCK_SIZE  # the wheel's PostgreSQL is built with 8 KiB blocks
 
     @property
     def files_dir(self) -> Path:
@@ -369,32 +373,20 @@ class EmbeddedServer(ServerBase):
         host = quote(str(self.socket_dir), safe="")
         return f"postgresql://{SUPERUSER}@/{dbname}?host={host}&port={port}"
 
-    def status(self) -> ServerState:
-        info = self._instance()
-        if not (self.pgdata / "PG_VERSION").exists():
-            return ServerState(state="absent", data_dir=str(self.data_dir))
-        pid = self._running_pid()
-        state = ServerState(
-            state="running" if pid else "stopped",
-            data_dir=str(self.data_dir),
-            profile=info.get("profile"),
-            pid=pid,
-            socket_dir=str(self.socket_dir),
-            tcp_port=info.get("port") if info.get("tcp") else None,
-            service_user=info.get("service_user"),
-        )
-        if not pid:
-            state.version = self.server_version()
-            return state
-        state.uri = self.conninfo()
-        with psycopg.connect(state.uri, connect_timeout=10) as conn:
-            state.version = conn.execute("SHOW server_version").fetchone()[0]
+    def _created(self) -> bool:
+        return (self.pgdata / "PG_VERSION").exists()
+
+    def _where(self, info: dict[str, Any]) -> dict[str, Any]:
+        return {"socket_dir": str(self.socket_dir)} if info else {}
+
+    def _served_settings(self) -> tuple[str, dict[str, str]]:
+        with psycopg.connect(self.conninfo(), connect_timeout=10) as conn:
+            version = conn.execute("SHOW server_version").fetchone()[0]
             rows = conn.execute(
                 "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)",
                 [list(REPORTED_SETTINGS)],
             ).fetchall()
-        state.settings = dict(rows)
-        return state
+        return version, dict(rows)
 
 
 REPORTED_SETTINGS = (

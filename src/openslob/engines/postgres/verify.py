@@ -12,8 +12,7 @@ import psycopg
 from psycopg import sql
 
 from openslob.engines.api import Check
-from openslob.engines.common.tables import correlation_limit
-from openslob.engines.common.verify import VerifierBase
+from openslob.engines.common.verify import VerifierBase, correlation_check
 from openslob.engines.postgres import layout
 from openslob.engines.postgres.dataset import (
     LAYOUT_VERSION,
@@ -62,7 +61,6 @@ class TableVerifier(VerifierBase):
         ).fetchone()
         table = spec.table
         rows_per_page = rows / used if used else 0.0
-        limit = correlation_limit(rows)
         checks = [
             Check(spec.schema, f"{table} rows", rows, f"= {spec.rows}", rows == spec.rows),
             Check(
@@ -91,16 +89,8 @@ class TableVerifier(VerifierBase):
             ),
         ]
         if spec.indexed:
-            measured = None if corr is None else round(corr, 4)
-            checks.append(
-                Check(
-                    spec.schema,
-                    f"{table} key/page correlation",
-                    measured,
-                    f"|r| < {limit:.3f}",
-                    corr is not None and abs(corr) < limit,
-                )
-            )
+            name = f"{table} key/page correlation"
+            checks.append(correlation_check(spec.schema, name, corr, rows))
         return checks
 
     def _bloat(self, spec: TableSpec) -> list[Check]:
@@ -199,14 +189,8 @@ class TableVerifier(VerifierBase):
                 a=_page_map(spec), b=_page_map(reference)
             )
         ).fetchone()
-        limit = correlation_limit(spec.rows)
-        return Check(
-            spec.schema,
-            f"{spec.table} page order vs {reference.schema}",
-            None if corr is None else round(corr, 4),
-            f"|r| < {limit:.3f}",
-            corr is not None and abs(corr) < limit,
-        )
+        where = f"{spec.table} page order vs {reference.schema}"
+        return correlation_check(spec.schema, where, corr, spec.rows)
 
 
 def amcheck_available(conn: psycopg.Connection) -> bool:

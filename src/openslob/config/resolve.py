@@ -1,0 +1,228 @@
+"""The effective configuration (Config): defaults < slob.conf < flags, validated as a whole,
+and the checks of parameter combinations that cannot run."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+from openslob.config.option import (
+    BLOCK_SIZE,
+    MAX_SESSIONS,
+    MIB,
+    Option,
+    number_text,
+    parse_value,
+    shown_value,
+)
+from openslob.config.options import OPTIONS, OPTIONS_BY_NAME
+from openslob.config.slobconf import read_slob_conf
+from openslob.model.errors import ConfigError
+
+Source = Literal["default", "file", "flag"]
+
+
+@dataclass(frozen=True, eq=False)
+class Config(Mapping[str, Any]):
+    """Every parameter's effective value by slob.conf name, and where each came from."""
+
+    params: Mapping[str, Any]
+    sources: Mapping[str, Source]
+    conf_path: Path | None = None
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Read-only views: a Config is shared by the runner, the engine and the report.
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "warnings", tuple(self.warnings))
+
+    def __getitem__(self, name: str) -> Any:
+        return self.params[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.params)
+
+    def __len__(self) -> int:
+        return len(self.params)
+
+    @property
+    def session_count(self) -> int:
+        """Sessions the run connects: SESSIONS, or SCHEMAS x THREADS_PER_SCHEMA when 0."""
+        return self["SESSIONS"] or self["SCHEMAS"] * self["THREADS_PER_SCHEMA"]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict in table order (run.json's ``config`` block)."""
+        return {o.name: self.params[o.name] for o in OPTIONS if o.name in self.params}
+
+
+def _find_conf(conf: Path | str | None, cwd: Path) -> Path | None:
+    """The slob.conf to read: the one asked for (must exist) or ./slob.conf if present."""
+    if conf is not None:
+        path = cwd / Path(conf).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"--conf {conf}: no such file")
+        return path
+    default = cwd / "slob.conf"
+    return default if default.is_file() else None
+
+
+def _parse_at(option: Option, raw: str, origin: str) -> Any:
+    """parse_value, with the error prefixed by where the value came from."""
+    try:
+        return parse_value(option, raw)
+    except ConfigError as err:
+        raise ConfigError(f"{origin}: {err}") from None
+
+
+def _anchor(value: str, directory: Path) -> str:
+    """A relative EXTERNAL_SCRIPT in slob.conf is relative to slob.conf (SLOB runs from
+    the directory holding it), not to wherever openslob was started."""
+    if not value:
+        return value
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else directory / path)
+
+
+def resolve(
+    flags: Mapping[str, str | None],
+    conf: Path | str | None,
+    *,
+    cwd: Path | None = None,
+    scope: str | None = None,
+) -> Config:
+    """Effective configuration: defaults < slob.conf < flags, validated as a whole.
+
+    ``flags`` maps option names to raw strings (None = not given). ``conf`` is an explicit
+    slob.conf (must exist); without it ``./slob.conf`` in ``cwd`` is used when present.
+    ``scope`` limits cross-parameter checks to the ones the command depends on.
+    """
+    unknown = sorted(set(flags) - set(OPTIONS_BY_NAME))
+    if unknown:
+        raise ValueError(f"unknown option names: {', '.join(unknown)}")
+    base = cwd if cwd is not None else Path.cwd()
+    conf_path = _find_conf(conf, base)
+    conf_file = read_slob_conf(conf_path) if conf_path is not None else None
+
+    params = {o.name: o.default for o in OPTIONS}
+    sources: dict[str, Source] = dict.fromkeys(params, "default")
+    if conf_file is not None:
+        for name, raw in conf_file.values.items():
+            option = OPTIONS_BY_NAME[name]
+            if not raw.strip() and option.kind not in ("str", "path"):
+                continue  # SLOB's scripts use ${KEY:=default}: an empty value means default
+            if flags.get(name) is not None:
+                continue  # overridden: a bad value in the file must not block the flag
+            value = _parse_at(option, raw, f"{conf_file.path}:{conf_file.lines[name]}")
+            params[name] = _anchor(value, conf_file.path.parent) if option.kind == "path" else value
+            sources[name] = "file"
+    for name, raw in flags.items():
+        if raw is not None:
+            params[name] = _parse_at(OPTIONS_BY_NAME[name], raw, OPTIONS_BY_NAME[name].flag)
+            sources[name] = "flag"
+
+    config = Config(
+        params=params,
+        sources=sources,
+        conf_path=conf_path,
+        notes=tuple(conf_file.notes) if conf_file else (),
+        warnings=tuple(conf_file.warnings) if conf_file else (),
+    )
+    check_combination(config, scope=scope)
+    return config
+
+
+# --------------------------------------------------------------------------- cross checks
+
+
+def _check_work_unit(c: Config) -> str | None:
+    # Keys are drawn from [WORK_UNIT+1, SCALE-WORK_UNIT]; that range must not be empty.
+    if c["SCALE"] > 2 * c["WORK_UNIT"]:
+        return None
+    return (
+        f"SCALE={c['SCALE']} must be greater than 2 x WORK_UNIT={c['WORK_UNIT']} "
+        f"(keys are drawn from WORK_UNIT+1 to SCALE-WORK_UNIT)"
+    )
+
+
+def _check_think_time(c: Config) -> str | None:
+    if c["THINK_TM_MIN"] <= c["THINK_TM_MAX"]:
+        return None
+    return (
+        f"THINK_TM_MIN={number_text(c['THINK_TM_MIN'])} must not exceed "
+        f"THINK_TM_MAX={number_text(c['THINK_TM_MAX'])}"
+    )
+
+
+def _check_scan_table(c: Config) -> str | None:
+    if c["SCAN_PCT"] == 0 or c["SCAN_TABLE_SZ"] > 0:
+        return None
+    return f"SCAN_PCT={c['SCAN_PCT']} needs a scan table, but SCAN_TABLE_SZ=0"
+
+
+def _check_hotspot(c: Config) -> str | None:
+    if not c["DO_HOTSPOT"]:
+        return None
+    end_mb = c["HOTSPOT_OFFSET_MB"] + c["HOTSPOT_MB"]
+    table_bytes = c["SCALE"] * BLOCK_SIZE
+    if end_mb * MIB <= table_bytes:
+        return None
+    return (
+        f"HOTSPOT_OFFSET_MB={c['HOTSPOT_OFFSET_MB']} + HOTSPOT_MB={c['HOTSPOT_MB']} ends at "
+        f"{end_mb} MB, beyond the table (SCALE={c['SCALE']} rows = "
+        f"{number_text(round(table_bytes / MIB, 1))} MB)"
+    )
+
+
+def _check_sessions(c: Config) -> str | None:
+    if c["SESSIONS"] or c.session_count <= MAX_SESSIONS:
+        return None
+    return (
+        f"SCHEMAS={c['SCHEMAS']} x THREADS_PER_SCHEMA={c['THREADS_PER_SCHEMA']} = "
+        f"{c.session_count} sessions, more than {MAX_SESSIONS}"
+    )
+
+
+def _check_external_script(c: Config) -> str | None:
+    """The hook must be there and executable before the run, not found missing at its end."""
+    script = c["EXTERNAL_SCRIPT"]
+    if not script or shutil.which(script):  # a bare name is looked up on PATH, as bash does
+        return None
+    path = Path(script)
+    if "/" not in script:
+        problem = "no such command on PATH"
+    elif not path.exists():
+        problem = "no such file"
+    elif path.is_dir():
+        problem = "a directory, not a program"
+    else:
+        problem = f"not executable (chmod +x {shown_value(script)})"
+    return f"EXTERNAL_SCRIPT={shown_value(script)}: {problem}"
+
+
+# Each check with the parameters it reads: a command runs only the checks whose parameters it
+# uses, so `setup` is not refused over, say, think times it never applies.
+_CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
+    (("SCALE", "WORK_UNIT"), _check_work_unit),
+    (("THINK_TM_MIN", "THINK_TM_MAX"), _check_think_time),
+    (("SCAN_PCT", "SCAN_TABLE_SZ"), _check_scan_table),
+    (("DO_HOTSPOT", "HOTSPOT_MB", "HOTSPOT_OFFSET_MB", "SCALE"), _check_hotspot),
+    (("SESSIONS", "SCHEMAS", "THREADS_PER_SCHEMA"), _check_sessions),
+    (("EXTERNAL_SCRIPT",), _check_external_script),
+)
+
+
+def check_combination(config: Config, *, scope: str | None = None) -> None:
+    """Reject parameter combinations that cannot run; one line naming the parameters."""
+    for names, check in _CHECKS:
+        if scope is not None and not all(scope in OPTIONS_BY_NAME[n].scopes for n in names):
+            continue
+        problem = check(config)
+        if problem:
+            raise ConfigError(problem)
