@@ -6,53 +6,14 @@ milliseconds as AWR does. A figure that was not measured prints as n/a.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from openslob.model.metrics import DEFAULT_TERMS, label
-
-WIDTH = 100
-NA = "n/a"
+from openslob.report.blocks import NA, WIDTH, fmt, per_op, section, table
 
 
-def fmt(value: Any, digits: int = 1, unit: str = "") -> str:
-    if value is None:
-        return NA
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}{unit}"
-    if isinstance(value, float):
-        return f"{value:,.{digits}f}{unit}"
-    return f"{value}{unit}"
-
-
-def _per_op(value: float | None, ops_per_s: float | None) -> float | None:
-    if value is None or not ops_per_s:
-        return None
-    return value / ops_per_s
-
-
-def section(title: str) -> list[str]:
-    return ["", title, "~" * len(title)]
-
-
-def table(headers: list[str], rows: Iterable[list[Any]], align: str | None = None) -> list[str]:
-    text_rows = [[str(c) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in text_rows:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=False)]
-    align = align or "l" + "r" * (len(headers) - 1)
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if a == "l" else c.rjust(w)
-            for c, w, a in zip(cells, widths, align, strict=False)
-        ).rstrip()
-
-    out = [line(headers), line(["-" * w for w in widths])]
-    out += [line(row) for row in text_rows]
-    return out
+def _gib(size: int | None) -> float | None:
+    return None if size is None else size / 2**30
 
 
 def _header(run: dict[str, Any]) -> list[str]:
@@ -67,7 +28,7 @@ def _header(run: dict[str, Any]) -> list[str]:
         f"Engine        : {engine.get('name')} {engine.get('version')}"
         f"   profile: {engine.get('profile') or '-'}   target: {engine.get('target')}",
         f"Host          : {host.get('hostname')}  {host.get('cpus')} CPUs  "
-        f"{fmt((host.get('memory_bytes') or 0) / 2**30, 1)} GiB  kernel {host.get('kernel')}",
+        f"{fmt(_gib(host.get('memory_bytes')), 1)} GiB  kernel {host.get('kernel')}",
         f"Devices       : {_devices(host.get('devices') or [])}",
         f"Window        : {window.get('start')} .. {window.get('end')}  "
         f"{fmt(window.get('seconds'), 1)} s (asked {fmt(window.get('requested_seconds'), 0)} s;"
@@ -173,13 +134,13 @@ def _load_profile(run: dict[str, Any]) -> list[str]:
     lines = section("Load Profile")
     lines += table(
         ["", "Per Second", "Per SLOBop"],
-        [[name, fmt(v), fmt(_per_op(v, ops), 2)] for name, v in rows],
+        [[name, fmt(v), fmt(per_op(v, ops), 2)] for name, v in rows],
     )
     seconds = run["window"].get("seconds")
     db_cpu = m.get("db_cpu_s")
     lines.append("")
     lines.append(
-        f"DB CPU: {fmt(db_cpu, 1, ' s')} ({fmt(_per_op(db_cpu, seconds), 2)} CPUs busy)"
+        f"DB CPU: {fmt(db_cpu, 1, ' s')} ({fmt(per_op(db_cpu, seconds), 2)} CPUs busy)"
         f"   DB time (active sessions): {fmt(m.get('db_time_s'), 1, ' s')}"
     )
     return lines
@@ -286,7 +247,7 @@ def _io_profile(run: dict[str, Any]) -> list[str]:
 def _work(run: dict[str, Any]) -> list[str]:
     """Blocks per SLOBop against the layout's prediction, the tables before and after, and
     who held the cleanup horizon: whether the window measured SLOB's data set."""
-    work, tables = run.get("work_per_op") or {}, run.get("tables")
+    work, tables = run.get("workper_op") or {}, run.get("tables")
     horizon, history = run.get("horizon") or {}, run.get("history_length")
     if not (work or tables or horizon or history):
         return []
@@ -475,8 +436,9 @@ def _statements(run: dict[str, Any]) -> list[str]:
     lines = section(f"Top statements by time ({source})")
     if not rows:
         return [*lines, NA]
+    log_mb = f"{_log(run)} MB"
     lines += table(
-        ["op", "calls", "total ms", "us/call", "blks read", "read us/blk", "WAL MB", "query"],
+        ["op", "calls", "total ms", "us/call", "blks read", "read us/blk", log_mb, "query"],
         [
             [
                 r.get("slobop") or "-",
@@ -489,7 +451,7 @@ def _statements(run: dict[str, Any]) -> list[str]:
                     if r.get("shared_blks_read") and r.get("read_time_ms")
                     else None
                 ),
-                fmt((r.get("wal_bytes") or 0) / 2**20, 2),
+                fmt(None if r.get("wal_bytes") is None else r["wal_bytes"] / 2**20, 2),
                 r["query"][:60].replace("\n", " "),
             ]
             for r in rows

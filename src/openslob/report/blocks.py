@@ -1,0 +1,50 @@
+"""Plain-text building blocks of the reports: numbers (n/a when not measured), sections,
+aligned tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+WIDTH = 100
+NA = "n/a"
+
+
+def fmt(value: Any, digits: int = 1, unit: str = "") -> str:
+    if value is None:
+        return NA
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}{unit}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}{unit}"
+    return f"{value}{unit}"
+
+
+def per_op(value: float | None, ops_per_s: float | None) -> float | None:
+    if value is None or not ops_per_s:
+        return None
+    return value / ops_per_s
+
+
+def section(title: str) -> list[str]:
+    return ["", title, "~" * len(title)]
+
+
+def table(headers: list[str], rows: Iterable[list[Any]], align: str | None = None) -> list[str]:
+    text_rows = [[str(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in text_rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=False)]
+    align = align or "l" + "r" * (len(headers) - 1)
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if a == "l" else c.rjust(w)
+            for c, w, a in zip(cells, widths, align, strict=False)
+        ).rstrip()
+
+    out = [line(headers), line(["-" * w for w in widths])]
+    out += [line(row) for row in text_rows]
+    return out
