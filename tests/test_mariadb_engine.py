@@ -159,9 +159,16 @@ def _wait_until_running(server: EmbeddedMariaDB, thread: int) -> None:
     deadline = time.monotonic() + 10
     with pymysql.connect(**server.connect_kwargs()) as admin, admin.cursor() as cur:
         while time.monotonic() < deadline:
-            cur.execute("SELECT INFO FROM information_schema.PROCESSLIST WHERE ID = %s", [thread])
+            # INFO_BINARY, not INFO: inside the loop INFO shows the running statement, whose
+            # text can be cut in the middle of a multi-byte character (CI saw a
+            # UnicodeDecodeError). The session runs nothing but the CALL, so any statement
+            # in progress on it is the CALL.
+            cur.execute(
+                "SELECT COMMAND, INFO_BINARY FROM information_schema.PROCESSLIST WHERE ID = %s",
+                [thread],
+            )
             row = cur.fetchone()
-            if row and row[0] and "slob_work" in row[0]:
+            if row and row[0] == "Query" and row[1]:
                 return
             time.sleep(0.05)
     raise AssertionError("the CALL never started")
