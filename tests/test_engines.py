@@ -96,7 +96,7 @@ def test_run_measures_the_same_figures(loaded, base: Path, tmp_path: Path) -> No
     live = [float(r["slobops_per_s"]) for r in window if r["slobops_per_s"]]
     assert len(live) >= 2
     assert sum(live) / len(live) == pytest.approx(m["slobops_per_s"], rel=0.3)
-    assert all(float(r["db_reads_per_s"]) > 0 for r in window if r["db_reads_per_s"])
+    assert all(float(r["pio_reads_per_s"]) > 0 for r in window if r["pio_reads_per_s"])
     # work per SLOBop next to the layout's prediction: InnoDB counts page gets for the whole
     # server (one figure over all kinds), PostgreSQL per statement
     work = run["work_per_op"]

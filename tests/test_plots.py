@@ -265,7 +265,7 @@ def test_timeseries_panels_phases_and_marks(tmp_path: Path):
     assert [line.get_label() for line in iops.get_lines()] == [
         "Device reads",
         "Device writes",
-        "DB reads (live)",
+        "Physical reads (pg_stat_io)",
     ]
     assert iops.get_lines()[2].get_linestyle() == "--"
     assert len(mbps.get_lines()) == 2

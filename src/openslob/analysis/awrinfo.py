@@ -325,7 +325,8 @@ def _samples(rows: list[Mapping[str, Any]]) -> tuple[list[_Sample], str | None, 
     window = [r for r in rows if r.get("phase") == "window"]
     device_iops = _has(window, "device_reads_per_s", "device_writes_per_s")
     iops_source = "device" if device_iops else None
-    if not device_iops and _has(window, "db_reads_per_s"):
+    db_key = "pio_reads_per_s" if _has(window, "pio_reads_per_s") else "db_reads_per_s"
+    if not device_iops and _has(window, db_key):
         iops_source = "database"
     lat_key, latency_source = None, None
     for key, source in (("device_read_latency_us", "device"), ("db_read_latency_us", "database")):
@@ -342,7 +343,7 @@ def _samples(rows: list[Mapping[str, Any]]) -> tuple[list[_Sample], str | None, 
             known = [p for p in parts if p is not None]
             iops = sum(known) if known else None
         else:
-            iops = _number(row.get("db_reads_per_s"))
+            iops = _number(row.get(db_key))
         latency = _number(row.get(lat_key)) if lat_key else None
         samples.append(_Sample(end - seconds, end, seconds, iops, latency))
     return samples, iops_source, latency_source
@@ -392,7 +393,7 @@ def detect_degradation(
     Rule, with X = iops_drop_pct, Y = latency_rise_pct, Z = min_seconds:
 
     1. Only rows with phase == "window" count. IOPS = device_reads_per_s + device_writes_per_s
-       (database db_reads_per_s when the series has no device figures); latency =
+       (database pio_reads_per_s when the series has no device figures); latency =
        device_read_latency_us (db_read_latency_us when there is no device figure). Each source
        is chosen once per series. Empty cells are "not measured".
     2. The window starts at the first window row's start (elapsed_s - seconds). Rows whose

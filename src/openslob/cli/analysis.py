@@ -277,7 +277,8 @@ def plot(
                 continue
             report_ = detect_degradation(rows)
             marks = [(e.start_s, e.end_s, e.kind) for e in report_.episodes]
-            fig = plots.timeseries(rows, title=ref.name, marks=marks)
+            terms = (ref.run.get("engine") or {}).get("terms")
+            fig = plots.timeseries(rows, title=ref.name, marks=marks, terms=terms)
             written += plots.save(fig, output / f"timeseries_{ref.name}", chosen)
     if kind in ("latency", "all"):
         for ref in refs:

@@ -185,9 +185,10 @@ class Monitor(Protocol):
     def snapshot(self) -> dict[str, Any]:
         """Every cumulative counter the window's figures are computed from."""
 
-    def loop_counters(self) -> dict[str, float] | None:
-        """Live cumulative counters of the loop's work (calls_select/update/scan, blks_read,
-        blks_hit, read_time_ms, wal_bytes), None when the engine has no live source."""
+    def interval_snapshot(self) -> dict[str, Any]:
+        """The counters WindowStats.metrics needs, read once per sampling interval while the
+        loops run: cheap, and without touching the data set or this database's catalogs
+        (their buffer hits would count as the run's logical reads)."""
 
     def horizon(self) -> dict[str, Any]:
         """The oldest holder of the cleanup horizon now ({kind, holder, xmin, age_xids, role,
@@ -215,7 +216,8 @@ class RunBackend(Protocol):
     async def open_session(self, session_id: int, schema: str) -> Any: ...
 
     async def call(self, session: Any, conf: dict[str, Any]) -> dict[str, Any]:
-        """The session's CALL of its loop for one phase; the loop's JSON result."""
+        """The session's CALL of its loop for one sampling interval; the loop's JSON result
+        (counts, histograms, `own_commits`, and `next`: what the next CALL continues from)."""
 
     async def publish_stats(self, session: Any) -> bool:
         """Make the session publish its statistics; True when that ran one transaction."""
@@ -254,7 +256,8 @@ class WindowStats(Protocol):
         settings: dict[str, str],
         own_commits: int,
     ) -> dict[str, Any]:
-        """run.json metrics (the metrics table's keys; null where it cannot say)."""
+        """run.json metrics (the metrics table's keys; null where it cannot say). Also each
+        sampling interval's, from two interval snapshots (Monitor.interval_snapshot)."""
 
     def details(
         self, before: dict[str, Any], after: dict[str, Any], settings: dict[str, str]

@@ -44,7 +44,7 @@ class Metric:
     combine: str = "sum"  # sum | weighted | mean | per_host_sum | ratio | same
     weight: str | None = None  # for "weighted": the rate of the operations it times
     host: bool = False  # a figure of the host: counted once per host
-    live: bool = False  # in timeseries.csv and the progress line
+    live: bool = False  # per sampling interval too: timeseries.csv, the progress line
     digits: int = 1
     source: str = "database"  # loop | database | server | live | host | engine
     brief: str = ""  # its name on the progress line ("": not shown there; needs live)
@@ -55,6 +55,11 @@ class Metric:
 
 def _loop(key: str, label: str, **kw: Any) -> Metric:
     return Metric(key, "ops/s", label, live=True, source="loop", **kw)
+
+
+def _db(key: str, unit: str, label: str, **kw: Any) -> Metric:
+    """A database figure: the window's, and each interval's (two interval snapshots)."""
+    return Metric(key, unit, label, live=True, **kw)
 
 
 def _host(key: str, unit: str, label: str, **kw: Any) -> Metric:
@@ -77,36 +82,33 @@ LOOP = (
 )
 
 DATABASE = (
-    Metric("lio_per_s", "blocks/s", "Logical reads (blocks)", short="LIO/s", live=True, digits=0),
-    Metric("pio_reads_per_s", "reads/s", "Physical reads ({db_io})", short="PREADS/s", digits=0),
-    Metric("pio_read_mb_per_s", "MB/s", "Physical read MB/s", short="READ_MB/s"),
-    Metric(
-        "pio_writes_per_s", "writes/s", "Physical writes ({db_io})", short="PWRITES/s", digits=0
-    ),
-    Metric("pio_write_mb_per_s", "MB/s", "Physical write MB/s", short="WRITE_MB/s"),
-    Metric(
+    _db("lio_per_s", "blocks/s", "Logical reads (blocks)", short="LIO/s", digits=0),
+    _db("pio_reads_per_s", "reads/s", "Physical reads ({db_io})", short="PREADS/s", digits=0),
+    _db("pio_read_mb_per_s", "MB/s", "Physical read MB/s", short="READ_MB/s"),
+    _db("pio_writes_per_s", "writes/s", "Physical writes ({db_io})", short="PWRITES/s", digits=0),
+    _db("pio_write_mb_per_s", "MB/s", "Physical write MB/s", short="WRITE_MB/s"),
+    _db(
         "db_read_latency_us",
         "µs",
         "DB read latency",
         short="DB_READ_US",
         combine="weighted",
         weight="pio_reads_per_s",
-        live=True,
         brief="db read us",
     ),
-    Metric(
+    _db(
         "db_write_latency_us",
         "µs",
         "DB write latency",
         combine="weighted",
         weight="pio_writes_per_s",
     ),
-    Metric("wal_mb_per_s", "MB/s", "{log} MB/s", short="REDO_MB/s", live=True, digits=2),
-    Metric("wal_records_per_s", "records/s", "{log} records"),
-    Metric("wal_fpi_per_s", "images/s", "{log} full-page images"),
-    Metric("wal_writes_per_s", "writes/s", "{log} writes"),
-    Metric("wal_syncs_per_s", "syncs/s", "{log} syncs (fsync/fdatasync)"),
-    Metric(
+    _db("wal_mb_per_s", "MB/s", "{log} MB/s", short="REDO_MB/s", digits=2),
+    _db("wal_records_per_s", "records/s", "{log} records"),
+    _db("wal_fpi_per_s", "images/s", "{log} full-page images"),
+    _db("wal_writes_per_s", "writes/s", "{log} writes"),
+    _db("wal_syncs_per_s", "syncs/s", "{log} syncs (fsync/fdatasync)"),
+    _db(
         "wal_sync_latency_us",
         "µs",
         "{log} sync latency",
@@ -114,16 +116,12 @@ DATABASE = (
         combine="weighted",
         weight="wal_syncs_per_s",
     ),
-    Metric("commits_per_s", "commits/s", "Commits", live=True),
-    Metric("rollbacks_per_s", "rollbacks/s", "Rollbacks"),
+    _db("commits_per_s", "commits/s", "Commits"),
+    _db("rollbacks_per_s", "rollbacks/s", "Rollbacks"),
     Metric("db_time_s", "s", "DB time (active sessions)", short="DB TIME"),
-    Metric("temp_mb", "MB", "Temporary files MB"),
+    _db("temp_mb", "MB", "Temporary files MB"),
     Metric("db_cpu_s", "s", "DB CPU", short="DB CPU", source="server"),
 )
-
-# The time series' own figure (live counters of the loop's statements; the window's physical
-# reads are pio_reads_per_s, from the snapshots).
-LIVE = (Metric("db_reads_per_s", "reads/s", "DB reads (live)", live=True, digits=0, source="live"),)
 
 HOST = (
     _host("device_reads_per_s", "reads/s", "Device reads", live=True, digits=0, brief="dev r/s"),
@@ -187,7 +185,34 @@ HOST = (
     _host("psi_memory_full_pct", "%", "PSI memory full", combine="mean"),
 )
 
-CORE: tuple[Metric, ...] = (*LOOP, *DATABASE, *LIVE, *HOST)
+# Each sampling interval's SLOBop latency per op type, from the loops' own histograms (the
+# time series; the window's are run.json "latency"). Counts are ops started in the interval.
+OP_KINDS = ("select", "update", "scan")
+LATENCY_STATS = (("mean", "mean"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"))
+LATENCY_STATS += (("p999", "p99.9"), ("max", "max"))
+
+
+def _latency(kind: str) -> tuple[Metric, ...]:
+    name = "update + commit" if kind == "update" else kind
+    figures = [Metric(f"{kind}_count", "ops", f"{name} ops", live=True, digits=0, source="latency")]
+    figures += [
+        Metric(
+            f"{kind}_{stat}_us",
+            "µs",
+            f"{name} {label} latency",
+            combine="same",
+            live=True,
+            source="latency",
+            brief="sel p99 us" if (kind, stat) == ("select", "p99") else "",
+        )
+        for stat, label in LATENCY_STATS
+    ]
+    return tuple(figures)
+
+
+LATENCY = tuple(m for kind in OP_KINDS for m in _latency(kind))
+
+CORE: tuple[Metric, ...] = (*LOOP, *DATABASE, *HOST, *LATENCY)
 
 
 class MetricTable(Mapping[str, Metric]):

@@ -85,7 +85,10 @@ def run_html(ref: RunRef) -> str:
     if rows:
         body += [
             "<h2>Time series</h2>",
-            _figure(plots.timeseries(rows), "IOPS, MB/s and latency per sampling interval"),
+            _figure(
+                plots.timeseries(rows, terms=(run.get("engine") or {}).get("terms")),
+                "IOPS, MB/s and latency per sampling interval",
+            ),
         ]
     if any(run.get("latency", {}).get(kind) for kind in ("select", "update", "scan")):
         body += [

@@ -326,7 +326,7 @@ def _petal_axes(ax: Axes, log_x: bool, log_y: bool) -> None:
 IOPS_SERIES = (
     ("device_reads_per_s", "#1f77b4", "-"),
     ("device_writes_per_s", "#d62728", "-"),
-    ("db_reads_per_s", "#2ca02c", "--"),
+    ("pio_reads_per_s", "#2ca02c", "--"),
 )
 MBPS_SERIES = (
     ("device_read_mb_per_s", "#1f77b4", "-"),
@@ -350,6 +350,17 @@ def _num(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
+
+
+# Columns of older timeseries.csv files under their earlier names.
+_OLDER_NAMES = {"pio_reads_per_s": "db_reads_per_s"}
+
+
+def _cell(row: Mapping[str, Any], key: str) -> Any:
+    value = row.get(key)
+    if value is None and key in _OLDER_NAMES:
+        value = row.get(_OLDER_NAMES[key])
+    return value
 
 
 def phase_spans(rows: Sequence[Mapping[str, Any]], phase: str) -> list[tuple[float, float]]:
@@ -379,6 +390,7 @@ def timeseries(
     *,
     title: str | None = None,
     marks: Sequence[tuple[float, float, str]] | None = None,
+    terms: Mapping[str, str] | None = None,
 ) -> Figure:
     """IOPS, MB/s and latency over elapsed seconds, warm-up shaded, episodes marked in red."""
     fig = _new_figure(10, 7.5)
@@ -393,8 +405,8 @@ def timeseries(
     marker = "." if len(rows) <= MARKER_MAX_ROWS else None
     for ax, series, ylabel in panels:
         for key, color, linestyle in series:
-            values = [_num(row.get(key)) for row in rows]
-            legend = metric_label(key)
+            values = [_num(_cell(row, key)) for row in rows]
+            legend = metric_label(key, terms)
             if all(math.isnan(v) for v in values):
                 legend += " (not measured)"
             ax.plot(

@@ -55,7 +55,6 @@ class RunRecord:
     warmup_seconds: float = 0.0
     last_op_end: float | None = None
     instances: list[InstanceRecord] = field(default_factory=list)
-    timeseries: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stopped_by: str | None = None  # "SIGINT" | "SIGTERM" when a signal ended the run
 

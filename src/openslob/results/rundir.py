@@ -2,7 +2,7 @@
 
     run.json        everything measured (results/build.py; SCHEMA_VERSION)
     report.txt      the AWR-like text report, rendered from run.json only (by the caller)
-    timeseries.csv  one row per sampling interval
+    timeseries.csv  one row per sampling interval (written as the run goes: stream.py)
 
 Files are written to a temporary file and renamed: a full disk leaves no truncated run.json.
 Reading takes any schema_version this tool knows; run.json files written before engines
@@ -11,8 +11,6 @@ declared their words (engine.terms) get them from their engine's plug-in.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import re
@@ -103,31 +101,13 @@ def write_atomic(path: Path, content: str | bytes | Callable[[BinaryIO], None]) 
     return path
 
 
-def timeseries_csv(timeseries: list[dict[str, Any]]) -> str:
-    """timeseries.csv's text: one row per sample, empty cells for unmeasured figures."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(timeseries[0]))
-    writer.writeheader()
-    for row in timeseries:
-        writer.writerow(
-            {
-                k: ("" if v is None else round(v, 3) if isinstance(v, float) else v)
-                for k, v in row.items()
-            }
-        )
-    return buffer.getvalue()
-
-
-def write_run(
-    path: Path, run: dict[str, Any], timeseries: list[dict[str, Any]], report: str = ""
-) -> None:
-    """run.json, report.txt (when given) and timeseries.csv (when sampled), each written
-    whole or not at all. Every file is tried; then NotSaved names those that failed."""
+def write_run(path: Path, run: dict[str, Any], report: str = "") -> None:
+    """run.json and report.txt (when given), each written whole or not at all (the time
+    series was written as the run went: results/stream.py). Every file is tried; then
+    NotSaved names those that failed."""
     files = {"run.json": json.dumps(run, indent=2, default=str) + "\n"}
     if report:
         files["report.txt"] = report
-    if timeseries:
-        files["timeseries.csv"] = timeseries_csv(timeseries)
     failed = []
     for name, text in files.items():
         try:

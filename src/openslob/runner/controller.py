@@ -4,11 +4,12 @@ Timeline of one run (all sessions share it):
 
     connect all sessions in parallel
     start_at        every session's first op (a clock barrier inside the procedure)
-    window_start    = start_at + WARMUP: warm-up CALLs end; host "before" snapshot here;
-                    DB "before" snapshot once every warm-up CALL has returned (their I/O is
-                    flushed by then, the window's is not yet)
-    window_end      = window_start + RUN_TIME: sessions start no new op; host "after"
-                    snapshot here; DB "after" once every window CALL has returned
+    warm-up         until start_at + WARMUP, one CALL per session per SAMPLE_INTERVAL
+    db_before       once every warm-up CALL has returned (their I/O is flushed by then)
+    window_start    a new barrier; host "before" snapshot here
+    window          until window_start + RUN_TIME, one CALL per session per interval
+                    (runner/intervals.py); each closed interval is a row of the time series
+    window_end      once every window CALL has returned: host "after", then DB "after"
 With WORK_LOOP > 0 the window ends when the last session has done its loops.
 
 Interrupts: the first SIGINT or SIGTERM (timeout, systemd, CI runners) cancels every session's
@@ -25,7 +26,6 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
 from typing import Any
 
 from openslob.config.resolve import Config
@@ -33,9 +33,10 @@ from openslob.engines.api import Monitor
 from openslob.host import snapshot as host_snapshot
 from openslob.model.plan import session_instances, session_schemas, session_seed
 from openslob.results.record import RunRecord, SessionOutcome
+from openslob.runner.intervals import IntervalBook, Schedule, merge_results
 from openslob.runner.loopconf import external_script, loop_conf
 from openslob.runner.record import ProgressFn, RunInstance, first_line
-from openslob.runner.sampler import Sampler, WaitSampler
+from openslob.runner.sampler import Sampler, Sink, WaitSampler
 
 MAX_CONCURRENT_CONNECTS = 64
 BARRIER_LEAD_S = 0.2
@@ -56,12 +57,15 @@ class RunController:
         *,
         progress: ProgressFn | None = None,
         script_env: dict[str, str] | None = None,
+        sinks: list[Sink] | None = None,
     ) -> None:
         self.config = config
         self.instances = instances
         self._snapshots: list[Monitor] = []
         self._waits_monitors: list[Monitor] = []
-        self.progress = progress
+        self.sinks = list(sinks or [])
+        if progress is not None:
+            self.sinks.append(lambda row, _hists: progress(row))
         self.script_env = script_env or {}
         self.record = RunRecord(instances=[instance.record for instance in instances])
         self.sessions: list[Session] = []
@@ -113,9 +117,8 @@ class RunController:
         self._stopping = asyncio.Event()
         for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, self._on_signal, sig)
-        sampler = Sampler(
-            self.instances, self.record, self.config["SAMPLE_INTERVAL"], self.progress
-        )
+        sampler = Sampler(self.instances, self.record, self.sinks)
+        self._sampler = sampler
         try:
             for instance in self.instances:
                 self._snapshots.append(instance.backend.monitor("snapshots"))
@@ -137,10 +140,9 @@ class RunController:
             finally:
                 watchdog.cancel()
         finally:
-            sampler.stop.set()
             await asyncio.gather(*(self._backend(s).close(s) for s in self.sessions))
             if sampler.ident is not None:  # started
-                await asyncio.to_thread(sampler.join, 10)
+                await asyncio.to_thread(sampler.finish, 30)
             self.record.notes.extend(sampler.errors)
             for monitor in (*self._snapshots, *self._waits_monitors):
                 with contextlib.suppress(Exception):
@@ -236,7 +238,8 @@ class RunController:
         return f" of {instance.record.target}" if len(self.instances) > 1 else ""
 
     async def _drive(self) -> None:
-        """Warm-up phase, then the window phase, each started by a common barrier.
+        """Warm-up phase, then the window phase, each started by a common barrier and cut
+        into sampling intervals (one CALL per session per interval).
 
         Snapshots are taken only while no SLOBop is in flight, so the database counters
         (published when a CALL ends) and the device counters cover the same work: "before"
@@ -247,29 +250,24 @@ class RunController:
         """
         config, record = self.config, self.record
         warmup, loops = float(config["WARMUP"]), int(config["WORK_LOOP"])
+        step = float(config["SAMPLE_INTERVAL"])
         record.warmup_seconds = warmup
         record.start_at = self._barrier()
         record.requested_seconds = None if loops else float(config["RUN_TIME"])
         seeds = {s.id: session_seed(config["SEED"], s.id) for s in self.sessions}
+        carry: dict[int, dict[str, Any]] = {}  # what each session's next CALL continues from
         if warmup:
-            warm_end = record.start_at + warmup
-            await self._phase(
-                "warmup",
-                lambda s: loop_conf(
-                    config,
-                    record=False,
-                    start_epoch=record.start_at,
-                    until_epoch=warm_end,
-                    loops=0,
-                    seed=seeds.pop(s.id),
-                ),
-            )
+            schedule = Schedule(record.start_at, record.start_at + warmup, step)
+            self._sampler.phase("warmup", schedule)
+            book = await self._phase("warmup", schedule, 0, seeds, carry)
             if self._stopping.is_set():
                 return
+            await self._db_snapshots("db_before")
+            book.close_ready(through=book.started, attach=self._before_snapshots())
             window_start = self._barrier()
         else:
+            await self._db_snapshots("db_before")
             window_start = record.start_at
-        await self._db_snapshots("db_before")
         record.window_start = window_start
         planned_end = None if loops else window_start + float(config["RUN_TIME"])
         record.window_end = planned_end  # the samplers' notion of "inside the window"
@@ -279,21 +277,11 @@ class RunController:
         ]
         for sampler in waits:
             sampler.start()
-        window = asyncio.ensure_future(
-            self._phase(
-                "window",
-                lambda s: loop_conf(
-                    config,
-                    record=True,
-                    start_epoch=window_start,
-                    until_epoch=planned_end,
-                    loops=loops,
-                    seed=seeds.pop(s.id, None),
-                ),
-            )
-        )
+        schedule = Schedule(window_start, planned_end, step)
+        window = asyncio.ensure_future(self._phase("window", schedule, loops, seeds, carry))
         await self._sleep_until(window_start)
         self._host_snapshots("host_before")
+        self._sampler.phase("window", schedule, *self._before_snapshots().values())
         await self._wait_any(asyncio.shield(window))
         if self._stopping.is_set():
             stopped_at = time.time()
@@ -319,9 +307,34 @@ class RunController:
         record.last_op_end = max(ends) if ends else None
         record.planned_end = planned_end
         await self._db_snapshots("db_after")
+        if not self._stopping.is_set() and window.done() and not window.exception():
+            book = window.result()  # its last interval ends with it: the "after" snapshots
+            book.close_ready(through=book.started, attach=self._after_snapshots())
         error = external_script(config["EXTERNAL_SCRIPT"], "post", self.script_env)
         if error:
             record.notes.append(error)
+
+    def _before_snapshots(self) -> dict[str, Any]:
+        """The counters the window starts from, for the sampler (db per instance, hosts)."""
+        return {
+            "db": [i.record.db_before for i in self.instances],
+            "hosts": self._by_host("host_before"),
+        }
+
+    def _after_snapshots(self) -> dict[str, Any]:
+        return {
+            "db": [i.record.db_after for i in self.instances],
+            "hosts": self._by_host("host_after"),
+            "end": self.record.window_end,
+        }
+
+    def _by_host(self, key: str) -> dict[str, Any] | None:
+        """Each distinct host's snapshot (its first instance's); None if one is missing."""
+        hosts = {}
+        for instance in self.instances:
+            snap = getattr(instance.record, key)
+            hosts.setdefault(instance.host_key, snap)
+        return None if any(v is None for v in hosts.values()) else hosts
 
     def _host_snapshots(self, key: str) -> None:
         for instance, monitor in zip(self.instances, self._snapshots, strict=True):
@@ -346,33 +359,74 @@ class RunController:
         """An instant far enough ahead for every session's CALL to arrive before it."""
         return time.time() + BARRIER_LEAD_S + BARRIER_PER_SESSION_S * len(self.sessions)
 
-    async def _phase(self, name: str, conf_for: Callable[[Session], dict[str, Any]]) -> None:
-        """One CALL per session; the first failure stops the run."""
+    async def _phase(
+        self,
+        name: str,
+        schedule: Schedule,
+        loops: int,
+        seeds: dict[int, float],
+        carry: dict[int, dict[str, Any]],
+    ) -> IntervalBook:
+        """Each session runs CALL after CALL, one per interval, until the phase's end (or
+        its WORK_LOOP ops); the first failure stops the run. Intervals every session has
+        covered go to the sampler as they close; the phase's last one is closed by the
+        caller, with the snapshots that end the phase."""
+        sampler = self._sampler
+        book = IntervalBook(
+            name,
+            schedule,
+            [s.id for s in self.sessions],
+            lambda interval, attach: sampler.close(interval, **attach),
+        )
+        last = None if schedule.end is None else schedule.last_index()
 
         async def one(session: Session) -> None:
             outcome = self.record.sessions[session.id]
-            backend = self.instances[outcome.instance].backend
-            if self._stopping.is_set():  # stopped before this CALL left: do not start it
-                return
+            instance = self.instances[outcome.instance]
+            backend = instance.backend
+            left = loops
             try:
-                conf = {**conf_for(session), **self.instances[outcome.instance].guard}
-                result = await backend.call(session, conf)
+                while not self._stopping.is_set():  # stopped: start no further CALL
+                    index, until = book.starting(session.id, time.time())
+                    conf = loop_conf(
+                        self.config,
+                        record=name == "window",
+                        start_epoch=schedule.start,
+                        until_epoch=until,
+                        loops=left,
+                        seed=seeds.pop(session.id, None),
+                    )
+                    conf.update(carry.get(session.id, {}))
+                    conf.update(instance.guard)
+                    result = await backend.call(session, conf)
+                    carry[session.id] = result.get("next") or {}
+                    book.returned(session.id, outcome.instance, index, result)
+                    setattr(outcome, name, merge_results(getattr(outcome, name), result))
+                    if name == "window":  # the loop's own transactions (released snapshots)
+                        instance.record.own_commits += int(result.get("own_commits") or 0)
+                    book.close_ready()
+                    if loops:
+                        left -= int(result.get("ops") or 0)
+                        if left <= 0:
+                            break
+                    elif index >= (last or 0):
+                        break
             except Exception as exc:
                 outcome.error = first_line(exc)
                 if not self._stopping.is_set():
                     self._fail(
                         "failed", f"session {session.id} ({session.schema}): {outcome.error}"
                     )
-                return
             finally:  # also after a cancel: the interrupted window's counts are published
+                book.finished(session.id)
+                if not self._stopping.is_set():
+                    book.close_ready()  # what waited for this session alone
                 if await backend.publish_stats(session) and name == "window":
-                    self.instances[outcome.instance].record.own_commits += 1
-            setattr(outcome, name, result)
-            if name == "window":  # the loop's own commits that release its snapshot
-                record = self.instances[outcome.instance].record
-                record.own_commits += int(result.get("released") or 0)
+                    instance.record.own_commits += 1
+                    book.own_commit(outcome.instance)
 
         await asyncio.gather(*(one(s) for s in self.sessions))
+        return book
 
     async def _sleep_until(self, epoch: float) -> None:
         delay = epoch - time.time()

@@ -24,6 +24,7 @@ from openslob.model.plan import session_schemas
 from openslob.results.build import InstanceInfo, build_run_json
 from openslob.results.record import InstanceRecord
 from openslob.results.rundir import run_directory, write_run
+from openslob.results.stream import TIMESERIES_FILE, TimeseriesWriter
 from openslob.runner.calibrate import (
     DEFAULT_BLOCK_BYTES,
     CalibrationError,
@@ -108,6 +109,9 @@ def _run_instance(
     instance = RunInstance(
         backend=backend,
         record=InstanceRecord(target=resolved.label),
+        window=plugin.window(),
+        settings=settings,
+        engine_metrics=tuple(m.key for m in plugin.metrics if m.live),
         devices=devices,
         host_key=host_key,
         server_pid=server_pid,
@@ -150,12 +154,20 @@ def execute(
     application_name = f"openslob-run {run_dir.name}"
     parts = [_run_instance(p, application_name, sessions) for p in prepared.instances]
     script_env = {"SLOB_RUN_DIR": str(run_dir), "SLOB_SESSIONS": str(sessions)}
+    series = TimeseriesWriter(run_dir / TIMESERIES_FILE)
     controller = RunController(
-        config, [i for i, _, _ in parts], progress=progress, script_env=script_env
+        config,
+        [i for i, _, _ in parts],
+        progress=progress,
+        script_env=script_env,
+        sinks=[series],
     )
     for _, _, notes in parts:
         controller.record.notes.extend(n for n in notes if n not in controller.record.notes)
-    record = controller.run()
+    try:
+        record = controller.run()
+    finally:
+        series.close()
     infos = [info for _, info, _ in parts]
     for info, prep in zip(infos, prepared.instances, strict=True):
         info.profile = _profile(prep.target)
@@ -164,7 +176,7 @@ def execute(
         run["calibration"] = calibration(calibrate_dir, sessions, run, notice)
     try:
         report = render(run) if render is not None else None
-        write_run(run_dir, run, record.timeseries, report)  # NotSaved: disk full
+        write_run(run_dir, run, report)  # NotSaved: disk full
     finally:
         error = external_script(config["EXTERNAL_SCRIPT"], "end", script_env)
         if error:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from openslob.engines.api import RunBackend
+from openslob.engines.api import RunBackend, WindowStats
 from openslob.results.record import InstanceRecord
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -26,6 +26,8 @@ class RunInstance:
 
     backend: RunBackend  # the engine's (engines/api.py)
     record: InstanceRecord
+    window: WindowStats  # the engine's figures from two snapshots (each interval's too)
+    settings: dict[str, str]
     devices: list[str]
     host_key: str
     server_pid: int | None = None
@@ -34,3 +36,4 @@ class RunInstance:
     host_via_database: bool = False
     guard: dict[str, Any] = field(default_factory=dict)  # what its loops watch (DatasetLock)
     wait_sampling: bool = False  # the engine samples waits inside the database
+    engine_metrics: tuple[str, ...] = ()  # the engine's own live figures (time series)

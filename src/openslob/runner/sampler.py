@@ -1,98 +1,188 @@
-"""The samplers of a run: the time series (one row per SAMPLE_INTERVAL, with the cleanup
-horizon of each instance) and the ASH-like wait samples an engine takes inside the database."""
+"""The samplers of a run: the time series (one row per closed sampling interval, with the
+cleanup horizon of each instance) and the ASH-like wait samples an engine takes inside the
+database."""
 
 from __future__ import annotations
 
 import contextlib
+import queue
 import threading
 import time
-from collections import Counter
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from openslob.engines.api import Monitor, RunBackend
 from openslob.host import snapshot as host_snapshot
-from openslob.model import combine
-from openslob.model.metrics import METRICS
+from openslob.model.histogram import Histogram
 from openslob.results.record import InstanceRecord, RunRecord
-from openslob.runner.record import ProgressFn, RunInstance, first_line
+from openslob.runner.intervals import Interval, Schedule
+from openslob.runner.record import RunInstance, first_line
+from openslob.runner.timeseries import InstanceView, build_row, figure_keys
 
 WAIT_SAMPLE_HZ = 10
-# The time series' figures from the engines' live loop counters (the metrics table's live
-# figures but the host's, which come from host_snapshot.host_delta).
-LOOP_FIGURES = tuple(k for k in METRICS.keys_where(live=True) if not METRICS[k].host)
-HOST_FIGURES = METRICS.keys_where(live=True, host=True)
+# What receives each row: the time series file, the progress line, the exporters.
+Sink = Callable[[dict[str, Any], dict[str, Histogram]], None]
+Snapshots = list[dict[str, Any] | None]
+Hosts = dict[str, host_snapshot.HostSnapshot]
 
 
 class Sampler(threading.Thread):
-    """The time series, one row every SAMPLE_INTERVAL (wait samples: WaitSampler).
+    """The time series: a row per interval the controller closes (runner/intervals.py).
 
-    Over several instances a row is the run's total: counters add, latencies are weighted
-    by their operations, and a host shared by instances counts once."""
+    The controller says when a phase starts (its schedule, and the counters it starts
+    from) and when each interval closes. Device and CPU counters are read at each boundary
+    as it passes (a device's I/O goes on in real time); the database counters when the
+    interval closes, once every session has returned its CALL up to that boundary (a
+    database publishes a CALL's counters when it ends). The controller hands over the
+    snapshots it takes itself at the ends of the window, so the intervals add up to it."""
 
     def __init__(
         self,
         instances: list[RunInstance],
         record: RunRecord,
-        interval: float,
-        progress: ProgressFn | None,
+        sinks: list[Sink] | None = None,
     ) -> None:
         super().__init__(name="slob-sampler", daemon=True)
         self.instances, self.record = instances, record
-        self.interval, self.progress = interval, progress
-        self.stop = threading.Event()
+        self.sinks = list(sinks or [])
+        self.views = [InstanceView(i.window, i.settings, i.host_key) for i in instances]
+        self.keys = figure_keys([k for i in instances for k in i.engine_metrics])
+        self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self.errors: list[str] = []
         self.connection_lost = False
+        self.rows = 0
+        self._monitors: list[Monitor] = []
+        self._readers: dict[str, Callable[[], host_snapshot.HostSnapshot]] = {}
+        self._schedule: Schedule | None = None
+        self._phase = ""
+        self._tick = 1  # the next boundary whose host counters are read
+        self._at_boundary: dict[int, Hosts] = {}
+        self._db_prev: Snapshots = []
+        self._host_prev: Hosts = {}
+
+    # -------------------------------------------------- called from the run's event loop
+
+    def phase(
+        self,
+        name: str,
+        schedule: Schedule,
+        db: Snapshots | None = None,
+        hosts: Hosts | None = None,
+    ) -> None:
+        """A phase starts; its first interval counts from `db`/`hosts` (read now if None)."""
+        self.inbox.put(("phase", name, schedule, db, hosts))
+
+    def close(
+        self,
+        interval: Interval,
+        db: Snapshots | None = None,
+        hosts: Hosts | None = None,
+        end: float | None = None,
+    ) -> None:
+        """An interval is closed: its row, from `db`/`hosts` when given (the window's
+        "after" snapshots), else from counters read now / at its boundary."""
+        self.inbox.put(("close", interval, db, hosts, end))
+
+    def finish(self, timeout: float) -> None:
+        self.inbox.put(("stop",))
+        self.join(timeout)
+
+    # ------------------------------------------------------------------- the thread
 
     def run(self) -> None:
-        monitors: list[Monitor] = []
         try:
             for instance in self.instances:
-                monitors.append(instance.backend.monitor("sampler"))
-            self._loop(monitors)
+                self._monitors.append(instance.backend.monitor("sampler"))
+            self._readers = self._host_readers()
+            self._loop()
         except Exception as exc:  # the run goes on without samples; say so in the results
             self.errors.append(f"sampler stopped: {first_line(exc)}")
             self.connection_lost = any(i.backend.connection_lost(exc) for i in self.instances)
         finally:
-            for monitor in monitors:
+            for monitor in self._monitors:
                 with contextlib.suppress(Exception):
                     monitor.close()
 
-    def _loop(self, monitors: list[Monitor]) -> None:
-        # One host snapshot per distinct host (the first instance on it reads it).
-        # No server CPU here: the time series does not show it, and summing it walks /proc.
+    def _host_readers(self) -> dict[str, Callable[[], host_snapshot.HostSnapshot]]:
+        """One reader per distinct host (the first instance on it reads it). No server CPU:
+        the time series does not show it, and summing it walks /proc."""
         readers = {}
-        for instance, monitor in zip(self.instances, monitors, strict=True):
+        for instance, monitor in zip(self.instances, self._monitors, strict=True):
             if instance.host_key not in readers:
                 readers[instance.host_key] = (
                     partial(host_snapshot.read_snapshot, monitor.read_file, instance.devices)
                     if instance.host_via_database
                     else partial(host_snapshot.take_snapshot, instance.devices)
                 )
+        return readers
 
-        def hosts() -> list[host_snapshot.HostSnapshot]:
-            return [read() for read in readers.values()]
+    def _hosts(self) -> Hosts:
+        return {key: read() for key, read in self._readers.items()}
 
-        def lives() -> list[dict[str, float] | None]:
-            return [monitor.loop_counters() for monitor in monitors]
+    def _dbs(self) -> Snapshots:
+        return [monitor.interval_snapshot() for monitor in self._monitors]
 
-        prev_hosts, prev_lives = hosts(), lives()
-        next_tick = time.monotonic() + self.interval
-        while not self.stop.wait(max(0.0, next_tick - time.monotonic())):
-            next_tick += self.interval
-            cur_hosts, cur_lives = hosts(), lives()
-            row = timeseries_row(prev_hosts, cur_hosts, prev_lives, cur_lives, self.record)
-            row.update(self._horizons(monitors))
-            self.record.timeseries.append(row)
-            if self.progress:
-                self.progress(row)
-            prev_hosts, prev_lives = cur_hosts, cur_lives
+    def _loop(self) -> None:
+        while True:
+            try:
+                message = self.inbox.get(timeout=self._until_tick())
+            except queue.Empty:
+                self._boundary()
+                continue
+            kind = message[0]
+            if kind == "stop":
+                return
+            if kind == "phase":
+                _, self._phase, self._schedule, db, hosts = message
+                self._tick, self._at_boundary = 1, {}
+                self._db_prev = db if db is not None else self._dbs()
+                self._host_prev = hosts if hosts is not None else self._hosts()
+            elif kind == "close":
+                self._row(*message[1:])
 
-    def _horizons(self, monitors: list[Monitor]) -> dict[str, Any]:
+    def _until_tick(self) -> float | None:
+        """Seconds to the next boundary of the phase (None: no boundary left to wait for)."""
+        schedule = self._schedule
+        if schedule is None or (schedule.end is not None and self._tick > schedule.last_index()):
+            return None
+        return max(0.0, schedule.boundary(self._tick) - time.time())
+
+    def _boundary(self) -> None:
+        self._at_boundary[self._tick] = self._hosts()
+        self._tick += 1
+
+    def _row(
+        self, interval: Interval, db: Snapshots | None, hosts: Hosts | None, end: float | None
+    ) -> None:
+        if interval.phase != self._phase:
+            return  # a phase's interval arriving after the next phase began: no row
+        db_cur = db if db is not None else self._dbs()
+        host_cur = hosts or self._at_boundary.pop(interval.index, None) or self._hosts()
+        for index in [i for i in self._at_boundary if i < interval.index]:
+            del self._at_boundary[index]  # boundaries of intervals closed without a read
+        row, hists = build_row(
+            interval,
+            keys=self.keys,
+            views=self.views,
+            db_prev=self._db_prev,
+            db_cur=db_cur,
+            host_prev=self._host_prev,
+            host_cur=host_cur,
+            start_at=self.record.start_at or interval.start,
+            end=end,
+        )
+        row.update(self._horizons())
+        self._db_prev, self._host_prev = db_cur, host_cur
+        self.rows += 1
+        for sink in self.sinks:
+            sink(row, hists)
+
+    def _horizons(self) -> dict[str, Any]:
         """Who holds each instance's cleanup horizon now (its HorizonWatch); the time
         series gets the worst figure over the instances."""
         now, figures = time.time(), {}
-        for instance, monitor in zip(self.instances, monitors, strict=True):
+        for instance, monitor in zip(self.instances, self._monitors, strict=True):
             sample = monitor.horizon()
             instance.record.horizon.add(now, sample)
             for key, value in sample["figures"].items():
@@ -148,54 +238,3 @@ class WaitSampler(threading.Thread):
         if self.is_alive():
             self.monitor.cancel()
             self.join(5)
-
-
-def timeseries_row(
-    prev_hosts: list[host_snapshot.HostSnapshot],
-    cur_hosts: list[host_snapshot.HostSnapshot],
-    prev_lives: list[dict | None],
-    cur_lives: list[dict | None],
-    record: RunRecord,
-) -> dict[str, Any]:
-    """One interval of the time series; the lists hold one entry per host / per instance."""
-    seconds = cur_hosts[0].monotonic - prev_hosts[0].monotonic
-    per_host = [host_snapshot.host_delta(p, c) for p, c in zip(prev_hosts, cur_hosts, strict=True)]
-    dev = combine.across_hosts(per_host)
-    now = time.time()
-    phase = "warmup"
-    if record.window_start is not None and now >= record.window_start:
-        phase = "window" if record.window_end is None or now <= record.window_end else "tail"
-    row: dict[str, Any] = {
-        "time": cur_hosts[0].wall_time,
-        "elapsed_s": round(now - (record.start_at or now), 3),
-        "phase": phase,
-        "seconds": round(seconds, 3),
-    }
-    row.update({k: dev.get(k) for k in HOST_FIGURES})
-    if any(v is None for v in (*prev_lives, *cur_lives)) or seconds <= 0:
-        row.update(dict.fromkeys(LOOP_FIGURES))
-        return row
-    # The counters add across instances: rates and read latency of the sum are the totals.
-    d: Counter = Counter()
-    timed = True  # read time is measured on every instance
-    for prev, cur in zip(prev_lives, cur_lives, strict=True):
-        timed = timed and cur.get("read_time_ms") is not None
-        d.update({k: cur[k] - prev[k] for k in cur if cur[k] is not None})
-    ops = d["calls_select"] + d["calls_update"] + d["calls_scan"]
-    row.update(
-        {
-            "slobops_per_s": ops / seconds,
-            "selects_per_s": d["calls_select"] / seconds,
-            "updates_per_s": d["calls_update"] / seconds,
-            "scans_per_s": d["calls_scan"] / seconds,
-            "db_reads_per_s": d["blks_read"] / seconds,
-            "db_read_latency_us": d["read_time_ms"] * 1000 / d["blks_read"]
-            if d["blks_read"] and timed
-            else None,
-            "lio_per_s": (d["blks_hit"] + d["blks_read"]) / seconds,
-            "wal_mb_per_s": d["wal_bytes"] / (1 << 20) / seconds,
-            # one COMMIT per update op, done inside the loop
-            "commits_per_s": d["calls_update"] / seconds,
-        }
-    )
-    return row

@@ -48,9 +48,9 @@ class Monitor:
     def snapshot(self) -> stats.Snapshot:
         return stats.take_snapshot(self.conn)
 
-    def loop_counters(self) -> dict[str, float] | None:
-        """Cumulative counters for the time series (stats.live_counters)."""
-        return stats.live_counters(self.conn)
+    def interval_snapshot(self) -> stats.Snapshot:
+        """Global status and the file I/O summaries: cheap, and no table read."""
+        return stats.take_snapshot(self.conn)
 
     def horizon(self) -> dict[str, Any]:
         """The history list length and the oldest open transaction (horizon.oldest_holder),

@@ -10,6 +10,8 @@ is created by the tool:
     I/data/           datadir, owned by the server user, 0700
     I/run/            Unix socket and pid file, owned by the server user, 0700
     I/log/            error log (mariadbd.err), owned by the server user, 0700
+    I/tmp/            the server's temporary files (tmpdir), owned by the server user, 0700:
+                      its own, not the machine's shared /tmp
 
 As root, mariadbd runs as the unprivileged user `openslob`. Over the socket the client logs
 in as its own OS user through unix_socket authentication (the kernel vouches for the peer;
@@ -135,6 +137,7 @@ def render_my_cnf(
     datadir: Path,
     socket_path: Path,
     pid_file: Path,
+    tmp_dir: Path,
     error_log: Path,
     port: int,
     tcp: bool,
@@ -149,6 +152,7 @@ def render_my_cnf(
         "datadir": str(datadir),
         "socket": str(socket_path),
         "pid_file": str(pid_file),
+        "tmpdir": str(tmp_dir),
         "log_error": str(error_log),
         "port": str(port),
         **({"bind_address": "127.0.0.1"} if tcp else {"skip_networking": ""}),
@@ -202,6 +206,7 @@ class EmbeddedMariaDB(ServerBase):
         self.datadir = self.dir / "data"
         self.run_dir = self.dir / "run"
         self.log_dir = self.dir / "log"
+        self.tmp_dir = self.dir / "tmp"
         self.log_file = self.log_dir / "mariadbd.err"
         self.pid_file = self.run_dir / "mariadbd.pid"
         self.cnf = self.dir / "my.cnf"
@@ -263,7 +268,7 @@ class EmbeddedMariaDB(ServerBase):
             self.dir.chmod(0o750 if ids else 0o700)
         if ids:
             fsperm.require_traversable(self.dir, SERVICE_USER)
-        for sub in (self.datadir, self.run_dir, self.log_dir):
+        for sub in (self.datadir, self.run_dir, self.log_dir, self.tmp_dir):
             if not sub.exists():
                 sub.mkdir(mode=0o700)
             if ids:
@@ -328,6 +333,7 @@ class EmbeddedMariaDB(ServerBase):
             datadir=self.datadir,
             socket_path=socket_path,
             pid_file=self.pid_file,
+            tmp_dir=self.tmp_dir,
             error_log=self.log_file,
             port=wanted["port"],
             tcp=wanted["tcp"],

@@ -22,7 +22,6 @@ from typing import Any
 
 import pymysql
 
-from openslob.engines.mariadb.connection import scalar
 from openslob.model.rates import per_s, ratio
 
 Snapshot = dict[str, Any]
@@ -157,6 +156,12 @@ def snapshot_delta(before: Snapshot, after: Snapshot, seconds: float) -> dict[st
         "innodb_dblwr_pages_per_s": per_s(_d(before, after, "Innodb_dblwr_pages_written"), seconds),
         "innodb_data_fsyncs_per_s": per_s(_d(before, after, "Innodb_data_fsyncs"), seconds),
         "innodb_log_waits_per_s": per_s(_d(before, after, "Innodb_log_waits"), seconds),
+        # Background work: page flushing, and the redo not yet checkpointed at the end.
+        "innodb_pages_flushed_per_s": per_s(
+            _d(before, after, "Innodb_buffer_pool_pages_flushed"), seconds
+        ),
+        "innodb_checkpoint_age_mb": _mb(after["status"].get("Innodb_checkpoint_age")),
+        "innodb_dirty_pages": after["status"].get("Innodb_buffer_pool_pages_dirty"),
     }
 
 
@@ -189,51 +194,3 @@ def notes(after: Snapshot) -> list[str]:
             "(innodb_data_fsyncs_per_s counts fsyncs of all InnoDB files)"
         )
     return result
-
-
-DATA_FILE = "wait/io/file/innodb/innodb_data_file"
-_LIVE_STATUS = {
-    "calls_select": "Com_select",
-    "calls_update": "Com_update",
-    "blks_read": "Innodb_buffer_pool_reads",
-    "read_requests": "Innodb_buffer_pool_read_requests",
-    "wal_bytes": "Innodb_os_log_written",
-}
-
-
-def live_counters(conn: pymysql.connections.Connection) -> dict[str, float]:
-    """The time series' cumulative counters (the keys of postgres.stats.loop_counters).
-
-    Com_select/Com_update count the loop's statements (statements inside a stored procedure
-    count like any other), so a scan is a select here (calls_scan stays 0) and the monitors'
-    own few SELECTs per interval are in calls_select. Read time is performance_schema's for
-    the InnoDB data files (0 without it: the time series' latency is then not shown)."""
-    names = tuple(_LIVE_STATUS.values())
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
-            f" WHERE VARIABLE_NAME IN ({', '.join(['%s'] * len(names))})",
-            [n.upper() for n in names],
-        )
-        status = {name.lower(): float(value) for name, value in cur.fetchall()}
-        read_ps = 0.0
-        if int(scalar(conn, "SELECT @@performance_schema")):
-            read_ps = float(
-                scalar(
-                    conn,
-                    "SELECT SUM_TIMER_READ FROM performance_schema.file_summary_by_event_name"
-                    " WHERE EVENT_NAME = %s",
-                    [DATA_FILE],
-                )
-                or 0
-            )
-    got = {key: status.get(name.lower(), 0.0) for key, name in _LIVE_STATUS.items()}
-    return {
-        "calls_select": got["calls_select"],
-        "calls_update": got["calls_update"],
-        "calls_scan": 0.0,
-        "blks_read": got["blks_read"],
-        "blks_hit": got["read_requests"] - got["blks_read"],
-        "read_time_ms": read_ps / PS_PER_US / 1000,
-        "wal_bytes": got["wal_bytes"],
-    }

@@ -1,11 +1,13 @@
 """The SLOB work loop as a MariaDB stored procedure, one per schema: `userN`.slob_work(conf).
 
 Same semantics as the PL/pgSQL loop (engines/postgres/workload.py), driven by the same JSON
-conf (run.loop_conf): per op a key k in [WORK_UNIT, SCALE] (or in the hotspot every
+conf (runner/loopconf.py): per op a key k in [WORK_UNIT, SCALE] (or in the hotspot every
 hotspot_frequency-th op), user1 every hot_schema_frequency-th op; UPDATE with probability
 update_pct (then COMMIT: one per update), else a full scan of cf2 with probability scan_pct,
 else SELECT COUNT(c2) over custid (k-WORK_UNIT, k]. Think-time sleeps, a start barrier, and
-either `loops` ops or ops until `until_epoch`.
+ops until `until_epoch` (one sampling interval: the runner sends the next CALL at once) or
+`loops` ops, whichever comes first. A CALL carries on where the previous one stopped: the op
+counter from `op_base`, the random stream from `rng_state` (`result.next`).
 
 MariaDB specifics:
 - Static SQL only; a procedure's statements are parsed once per session and reused.
@@ -14,7 +16,8 @@ MariaDB specifics:
   which would sort and batch those fetches, is off in the session and by default).
 - Random numbers come from a Park-Miller generator (MINSTD, 48271) kept in a variable:
   RAND(seed) reseeds on every statement, so a per-session reproducible stream is made here.
-  The seed (a float in [-1, 1], as PostgreSQL's setseed) picks the start state.
+  The seed (a float in [-1, 1], as PostgreSQL's setseed) picks the start state; the next
+  CALL continues the stream from the state the previous one returned.
 - Timing uses SYSDATE(6) (NOW() is frozen for the whole CALL) in UTC. Per-op latencies go
   into a MEMORY temporary table (no I/O, no redo), bucketed with openslob.model.histogram's formula.
 - A procedure cannot return a value: it ends with SELECT of one JSON document, the same keys
@@ -88,6 +91,8 @@ BEGIN
     DECLARE v_scale BIGINT DEFAULT JSON_VALUE(p_conf, '$.scale');
     DECLARE v_heavy BOOLEAN DEFAULT JSON_VALUE(p_conf, '$.heavy') IN ('1', 'true');
     DECLARE v_loops BIGINT DEFAULT COALESCE(JSON_VALUE(p_conf, '$.loops'), 0);
+    DECLARE v_op_base BIGINT DEFAULT COALESCE(JSON_VALUE(p_conf, '$.op_base'), 0);
+    DECLARE v_rng_state BIGINT DEFAULT JSON_VALUE(p_conf, '$.rng_state');
     DECLARE v_until DOUBLE DEFAULT JSON_VALUE(p_conf, '$.until_epoch');
     DECLARE v_start DOUBLE DEFAULT JSON_VALUE(p_conf, '$.start_epoch');
     DECLARE v_record BOOLEAN DEFAULT JSON_VALUE(p_conf, '$.record') IN ('1', 'true');
@@ -119,7 +124,10 @@ BEGIN
         kind TINYINT NOT NULL, idx SMALLINT NOT NULL, n BIGINT NOT NULL,
         PRIMARY KEY (kind, idx)) ENGINE = MEMORY;
     DELETE FROM {hist};
-    IF v_seed IS NULL THEN
+    SET v_op = v_op_base;
+    IF v_rng_state IS NOT NULL THEN
+        SET v_rng = v_rng_state;
+    ELSEIF v_seed IS NULL THEN
         SET v_rng = 1 + FLOOR(RAND() * 2147483645);
     ELSE
         SET v_rng = 1 + FLOOR((LEAST(GREATEST(v_seed, -1), 1) + 1) / 2 * 2147483645);
@@ -132,11 +140,11 @@ BEGIN
     SET v_began = UNIX_TIMESTAMP(SYSDATE(6));
     work: LOOP
         SET v_now = UNIX_TIMESTAMP(SYSDATE(6));
-        IF v_loops > 0 THEN
-            IF v_op >= v_loops THEN
-                LEAVE work;
-            END IF;
-        ELSEIF v_now >= v_until THEN
+        -- WORK_LOOP's ops, and the interval's end: whichever comes first.
+        IF v_loops > 0 AND v_op - v_op_base >= v_loops THEN
+            LEAVE work;
+        END IF;
+        IF v_until IS NOT NULL AND v_now >= v_until THEN
             LEAVE work;
         END IF;
         IF v_now - v_checked >= 1 THEN
@@ -234,11 +242,12 @@ BEGIN
     SET v_ended = UNIX_TIMESTAMP(SYSDATE(6));
     -- "+ 0": JSON_OBJECT would quote a procedure variable as a string.
     SELECT JSON_OBJECT(
-        'ops', v_op + 0, 'ops_select', n_sel + 0, 'ops_update', n_upd + 0,
+        'ops', v_op - v_op_base, 'ops_select', n_sel + 0, 'ops_update', n_upd + 0,
         'ops_scan', n_scan + 0, 'rows_selected', rows_sel + 0, 'rows_updated', rows_upd + 0,
         'ops_hot_schema', n_hot + 0, 'ops_hotspot', n_spot + 0,
         'think_count', n_think + 0, 'think_seconds', v_think_s + 0e0,
         'began_epoch', v_began + 0e0, 'ended_epoch', v_ended + 0e0, 'pid', CONNECTION_ID(),
+        'own_commits', 0, 'next', JSON_OBJECT('op_base', v_op + 0, 'rng_state', v_rng + 0),
         'hist_select', {hist_json_0}, 'hist_update', {hist_json_1}, 'hist_scan', {hist_json_2}
     ) AS result;
 END

@@ -32,6 +32,7 @@ from openslob.engines.postgres.engine import PostgresEngine
 from openslob.engines.postgres.runner import PostgresRunBackend
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model.errors import ConfigError
+from openslob.model.metrics import Metric
 from openslob.model.secrets import redact, scrub
 
 URI_SCHEMES = ("postgresql://", "postgres://")
@@ -45,6 +46,19 @@ _HINTS = {
     "XX000": "concurrent",  # "tuple concurrently updated" from concurrent DDL
     "57P01": "ended",
 }
+
+
+# PostgreSQL's own figures, in run.json metrics and each interval's: the background work
+# that shares the device with the sessions.
+METRICS = tuple(
+    Metric(key, unit, label, live=True, source="engine", **kw)
+    for key, unit, label, kw in (
+        ("checkpoints", "checkpoints", "Checkpoints begun", {"digits": 0}),
+        ("checkpoint_write_mb_per_s", "MB/s", "Checkpointer write MB/s", {}),
+        ("bgwriter_write_mb_per_s", "MB/s", "Background writer write MB/s", {}),
+        ("wal_segments", "segments", "{log} segments begun", {"digits": 0}),
+    )
+)
 
 
 class PostgresWindow(WindowStats):
@@ -96,6 +110,7 @@ class PostgresPlugin(EnginePlugin):
     name = "postgresql"
     title = "PostgreSQL"
     private_target = "embedded"
+    metrics = METRICS
     capabilities = Capabilities(
         terms={
             "read_event": "DataFileRead",

@@ -62,7 +62,7 @@ class WorkSession:
 
 
 class Monitor:
-    """One sampler's connection: snapshots, live loop counters, wait samples.
+    """One sampler's connection: snapshots (whole, or per interval), wait samples.
 
     `in_transaction`: one read-only transaction for the whole run (no commits of ours in the
     window); the wait sampler's connection is autocommit instead, because its procedure
@@ -83,22 +83,14 @@ class Monitor:
         if in_transaction:
             self.conn.read_only = True
         self.with_statements = stats.has_statements(self.conn)
-        # Without timing the statements' read time is 0, not a measurement: the time
-        # series' read latency is then null.
-        self.io_timing = self.conn.execute("SHOW track_io_timing").fetchone()[0] == "on"
 
     def snapshot(self) -> stats.Snapshot:
         return stats.take_snapshot(self.conn, with_statements=self.with_statements)
 
-    def loop_counters(self) -> dict[str, float | None] | None:
-        if not self.with_statements:
-            return None
-        counters: dict[str, float | None] | None = stats.loop_counters(
-            stats.statements(self.conn, loop_only=True)
-        )
-        if counters is not None and not self.io_timing:
-            counters["read_time_ms"] = None
-        return counters
+    def interval_snapshot(self) -> stats.Snapshot:
+        """pg_stat_database, pg_stat_io, pg_stat_wal, the checkpointer and the WAL position:
+        shared-memory views, no table of this database read."""
+        return stats.take_snapshot(self.conn, with_statements=False, with_tables=False)
 
     def horizon(self) -> dict[str, Any]:
         """Who holds the oldest xmin of the database now (horizon.oldest_holder), with the

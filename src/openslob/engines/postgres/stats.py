@@ -7,8 +7,9 @@ Version notes (a figure the server cannot give is None, never 0):
 - pg_stat_wal's wal_sync/wal_sync_time exist in 14-17; pg_stat_checkpointer from 17.
 - pg_stat_statements renamed blk_read_time to shared_blk_read_time in 17.
 Backends publish pg_stat_io / pg_stat_database / pg_stat_wal counts only when a statement
-ends, so during a run the live time series reads pg_stat_statements (updated as each nested
-statement of the work loop ends) and the snapshots are taken between the loop's CALLs.
+ends, so snapshots are taken between the loop's CALLs: one per sampling interval (the loop
+CALLs end at each interval's boundary, runner/intervals.py), light ones without the tables
+and statements.
 """
 
 from __future__ import annotations
@@ -62,8 +63,12 @@ def _numeric(row: dict[str, Any] | None) -> dict[str, float | None]:
     }
 
 
-def take_snapshot(conn: psycopg.Connection, *, with_statements: bool = True) -> Snapshot:
-    """Every cumulative counter a report needs, read in one go (same transaction time)."""
+def take_snapshot(
+    conn: psycopg.Connection, *, with_statements: bool = True, with_tables: bool = True
+) -> Snapshot:
+    """Every cumulative counter a report needs, read in one go (same transaction time).
+    Without statements and tables (an interval's snapshot) nothing but shared-memory
+    statistics views and shared catalogs is read: no buffer of this database's relations."""
     version = conn.info.server_version
     cur = conn.cursor(row_factory=dict_row)
     cur.execute("SELECT pg_stat_clear_snapshot()")
@@ -92,10 +97,24 @@ def take_snapshot(conn: psycopg.Connection, *, with_statements: bool = True) -> 
         if version >= 170000
         else None
     )
+    snap["wal_position"] = _wal_position(cur)
     snap["statements"] = statements(conn) if with_statements else None
     # The SLOB tables' size and dead row versions: whether the window kept the layout.
-    snap["tables"] = {name: f.as_dict() for name, f in layout.table_facts(conn).items()}
+    snap["tables"] = (
+        {name: f.as_dict() for name, f in layout.table_facts(conn).items()} if with_tables else None
+    )
     return snap
+
+
+def _wal_position(cur: psycopg.Cursor) -> dict[str, float] | None:
+    """The WAL insert position (bytes) and the segment size: segments filled in between."""
+    row = cur.execute(
+        "SELECT CASE WHEN pg_is_in_recovery() THEN NULL"
+        " ELSE (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::float8 END AS lsn_bytes,"
+        " (SELECT setting::float8 FROM pg_settings WHERE name = 'wal_segment_size')"
+        " AS segment_bytes"
+    ).fetchone()
+    return None if row is None or row["lsn_bytes"] is None else dict(row)
 
 
 def _drop_timestamps(row: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -305,6 +324,7 @@ def snapshot_delta(
         wal_sync_time = _d(after.get("wal"), before.get("wal"), "wal_sync_time")
         wal_writes = _d(after.get("wal"), before.get("wal"), "wal_write")
     active_ms = _d(db_a, db_b, "active_time") if after["server_version"] >= 150000 else None
+    checkpoints, checkpoint_buffers = _checkpoints(before, after)
     commits = _d(db_a, db_b, "xact_commit")
     mb = 1 << 20
     return {
@@ -327,7 +347,43 @@ def snapshot_delta(
         "temp_mb": None
         if _d(db_a, db_b, "temp_bytes") is None
         else _d(db_a, db_b, "temp_bytes") / mb,
+        # Background work that shares the device: checkpoints and the background writer.
+        "checkpoints": checkpoints,
+        "checkpoint_write_mb_per_s": per_s(_blocks_mb(checkpoint_buffers), seconds),
+        "bgwriter_write_mb_per_s": per_s(
+            _blocks_mb(_d(after.get("bgwriter"), before.get("bgwriter"), "buffers_clean")),
+            seconds,
+        ),
+        "wal_segments": _segments(before, after),
     }
+
+
+def _blocks_mb(blocks: float | None) -> float | None:
+    return None if blocks is None else blocks * 8192 / (1 << 20)
+
+
+def _checkpoints(before: Snapshot, after: Snapshot) -> tuple[float | None, float | None]:
+    """(checkpoints begun, buffers the checkpointer wrote): pg_stat_checkpointer from 17,
+    pg_stat_bgwriter before."""
+    if after.get("checkpointer") is not None and before.get("checkpointer") is not None:
+        a, b = after["checkpointer"], before["checkpointer"]
+        timed, requested = _d(a, b, "num_timed"), _d(a, b, "num_requested")
+        written = _d(a, b, "buffers_written")
+    else:
+        a, b = after.get("bgwriter"), before.get("bgwriter")
+        timed, requested = _d(a, b, "checkpoints_timed"), _d(a, b, "checkpoints_req")
+        written = _d(a, b, "buffers_checkpoint")
+    begun = None if timed is None or requested is None else timed + requested
+    return begun, written
+
+
+def _segments(before: Snapshot, after: Snapshot) -> float | None:
+    """WAL segment files the server moved into (each one a new file to fill and sync)."""
+    b, a = before.get("wal_position"), after.get("wal_position")
+    if not a or not b or not a.get("segment_bytes"):
+        return None
+    size = a["segment_bytes"]
+    return float(int(a["lsn_bytes"] // size) - int(b["lsn_bytes"] // size))
 
 
 def io_breakdown(before: Snapshot, after: Snapshot) -> list[dict[str, Any]] | None:

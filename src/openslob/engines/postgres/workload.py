@@ -4,10 +4,14 @@ Each schema gets its own `userN.slob_work` so that every statement is static SQL
 tables: PL/pgSQL prepares each once per session and reuses the plan (no EXECUTE of a built
 string per op, pgio's cost). The hot-schema statements name user1's tables the same way.
 
-One CALL runs a whole phase (warm-up, or the measurement window) for one session and returns
-counts and latency histograms as jsonb. The warm-up is a separate CALL because PostgreSQL
-publishes a backend's I/O and transaction statistics only when a statement ends: ending the
-warm-up flushes its I/O before the "before" snapshot, so none of it leaks into the window.
+One CALL runs one sampling interval of a phase (warm-up, or the measurement window) for one
+session and returns that interval's counts and latency histograms as jsonb; the runner sends
+the next CALL at once (runner/intervals.py). PostgreSQL publishes a backend's I/O and
+transaction statistics only when a statement ends, so each CALL's end publishes exactly its
+interval's I/O (pg_stat_force_next_flush), and the warm-up's last CALL flushes its I/O
+before the window's "before" snapshot. A CALL carries on where the previous one stopped:
+`op_base` continues the op counter (the every-Nth-op patterns), random() keeps its state in
+the backend, and `result.next` says what the next CALL's conf takes over.
 
 LITE updates c2 and c3, two adjacent leading columns: PostgreSQL's WAL prefix/suffix
 compression then logs only the change. (SLOB's c2 and c20 would span the whole row and log it
@@ -55,6 +59,7 @@ DECLARE
     scale       bigint  := (p_conf->>'scale')::bigint;
     heavy       boolean := (p_conf->>'heavy')::boolean;
     loops       bigint  := coalesce((p_conf->>'loops')::bigint, 0);
+    op_base     bigint  := coalesce((p_conf->>'op_base')::bigint, 0);
     until_e     float8  := (p_conf->>'until_epoch')::float8;
     start_e     float8  := (p_conf->>'start_epoch')::float8;
     record      boolean := (p_conf->>'record')::boolean;
@@ -72,7 +77,7 @@ DECLARE
     n_sel bigint := 0; n_upd bigint := 0; n_scan bigint := 0;
     n_hot bigint := 0; n_spot bigint := 0; n_think bigint := 0; think_s float8 := 0;
     rows_sel bigint := 0; rows_upd bigint := 0;
-    op bigint := 0; k bigint; lo bigint; cnt bigint; changed bigint; v text;
+    op bigint := op_base; k bigint; lo bigint; cnt bigint; changed bigint; v text;
     hot boolean; kind int; pause float8;
     t0 float8; t1 float8; us bigint; e int; idx int;
     began float8; ended float8; now_e float8; opened float8; n_release bigint := 0;
@@ -88,11 +93,9 @@ BEGIN
     began := date_part('epoch', clock_timestamp());
     opened := began;
     LOOP
-        IF loops > 0 THEN
-            EXIT WHEN op >= loops;
-        ELSE
-            EXIT WHEN date_part('epoch', clock_timestamp()) >= until_e;
-        END IF;
+        -- WORK_LOOP's ops, and the interval's end: whichever comes first.
+        EXIT WHEN loops > 0 AND op - op_base >= loops;
+        EXIT WHEN until_e IS NOT NULL AND date_part('epoch', clock_timestamp()) >= until_e;
         op := op + 1;
         IF spot_freq > 0 AND op % spot_freq = 0 THEN
             k := spot_lo + floor(random() * (spot_hi - spot_lo + 1))::bigint;
@@ -186,10 +189,14 @@ BEGIN
     ended := date_part('epoch', clock_timestamp());
     {flush}
     result := jsonb_build_object(
-        'ops', op, 'ops_select', n_sel, 'ops_update', n_upd, 'ops_scan', n_scan,
+        'ops', op - op_base, 'ops_select', n_sel, 'ops_update', n_upd, 'ops_scan', n_scan,
         'rows_selected', rows_sel, 'rows_updated', rows_upd,
         'ops_hot_schema', n_hot, 'ops_hotspot', n_spot,
         'think_count', n_think, 'think_seconds', think_s, 'released', n_release,
+        -- Transactions of our own in the window: the snapshot releases and the CALL's
+        -- last transaction, which ends with it (the update COMMITs are the workload's).
+        'own_commits', n_release + 1,
+        'next', jsonb_build_object('op_base', op),
         'began_epoch', began, 'ended_epoch', ended, 'pid', pg_backend_pid(),
         'hist_select', (SELECT coalesce(jsonb_object_agg(i - 1, h_sel[i]), '{{}}')
                         FROM generate_subscripts(h_sel, 1) i WHERE h_sel[i] > 0),

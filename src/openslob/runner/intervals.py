@@ -1,0 +1,170 @@
+"""Sampling intervals of a phase: one loop CALL per session per interval, and their books.
+
+A phase (warm-up or window) is cut at boundaries start + k × SAMPLE_INTERVAL (the last one
+at the phase's planned end). Each session's CALL runs until the next boundary and returns
+that interval's counts and latency histograms; the session sends its next CALL at once.
+An op belongs to the interval in which it started (the loop looks at the clock before each
+op), so a CALL may end a little after its boundary, by the op in flight.
+
+IntervalBook adds the sessions' results up per interval and says when an interval is
+closed: every session still running has either returned its CALL up to that boundary or
+started a later one (a session whose op outlasted a whole interval skips it). A closed
+interval goes to the sampler (runner/sampler.py), which reads the counters at that moment:
+PostgreSQL publishes a CALL's I/O when it ends, so the database counters then hold exactly
+the closed intervals' work, as long as no single op outlasts an interval.
+
+Loop results (the `result` jsonb / JSON of every engine's loop) add up: counts sum,
+histograms sum per bucket, the first CALL's start and the last CALL's end are kept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+HIST_KEYS = ("hist_select", "hist_update", "hist_scan")
+# Summed over CALLs; `next` and `pid` are per CALL, the epochs are the span's ends.
+_FIRST, _LAST = ("began_epoch",), ("ended_epoch", "pid")
+
+
+def merge_results(total: dict[str, Any] | None, part: dict[str, Any]) -> dict[str, Any]:
+    """Two loop results as one (a new dict: readers in other threads see whole values)."""
+    if total is None:
+        return {k: v for k, v in part.items() if k != "next"}
+    merged = dict(total)
+    for key, value in part.items():
+        if key == "next":
+            continue
+        if key in _FIRST:
+            merged.setdefault(key, value)
+        elif key in _LAST or merged.get(key) is None:
+            merged[key] = value
+        elif key in HIST_KEYS:
+            hist = dict(merged[key])
+            for idx, count in (value or {}).items():
+                hist[idx] = hist.get(idx, 0) + count
+            merged[key] = hist
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            merged[key] += value
+    return merged
+
+
+class Schedule:
+    """The boundaries of one phase: start + k × step, the last one at `end` (with no planned
+    end, boundaries go on: a WORK_LOOP window)."""
+
+    def __init__(self, start: float, end: float | None, step: float) -> None:
+        self.start, self.end, self.step = start, end, step
+
+    def boundary(self, index: int) -> float:
+        """The end of interval `index` (1, 2, ...)."""
+        edge = self.start + index * self.step
+        return edge if self.end is None else min(edge, self.end)
+
+    def index_at(self, now: float) -> int:
+        """The interval `now` falls in (a boundary belongs to the interval it starts)."""
+        k = max(1, math.floor((now - self.start) / self.step + 1e-9) + 1)
+        if self.end is not None:
+            k = min(k, self.last_index())
+        return k
+
+    def last_index(self) -> int:
+        if self.end is None:
+            raise ValueError("a phase without a planned end has no last interval")
+        return max(1, math.ceil((self.end - self.start) / self.step - 1e-9))
+
+
+@dataclass
+class Interval:
+    """One interval of a phase, its results summed over sessions and instances."""
+
+    phase: str
+    index: int  # 1, 2, ... within the phase
+    start: float  # epoch seconds
+    end: float
+    results: dict[int, dict[str, Any]] = field(default_factory=dict)  # by instance
+    own_commits: dict[int, int] = field(default_factory=dict)  # by instance
+
+    def add(self, instance: int, result: dict[str, Any]) -> None:
+        self.results[instance] = merge_results(self.results.get(instance), result)
+        commits = int(result.get("own_commits") or 0)
+        self.own_commits[instance] = self.own_commits.get(instance, 0) + commits
+
+    def total(self) -> dict[str, Any] | None:
+        merged: dict[str, Any] | None = None
+        for result in self.results.values():
+            merged = merge_results(merged, result)
+        return merged
+
+
+class IntervalBook:
+    """The intervals of one phase and who has covered them (see the module docstring).
+
+    Called from the run's event loop only; closed intervals go to `on_close(interval,
+    attach)` in order. An interval closes by itself once every running session has covered
+    it and some session has started a later one; the phase's last interval (no CALL ever
+    runs past it) is closed by the caller, with the snapshots that end the phase."""
+
+    def __init__(
+        self,
+        phase: str,
+        schedule: Schedule,
+        sessions: list[int],
+        on_close: Callable[[Interval, dict[str, Any]], None],
+    ) -> None:
+        self.phase, self.schedule = phase, schedule
+        self.covered = dict.fromkeys(sessions, 0)  # session -> intervals it is done with
+        self.open: dict[int, Interval] = {}
+        self.closed = 0  # intervals 1..closed are closed
+        self.started = 0  # the highest interval a CALL has run in
+        self.on_close = on_close
+
+    def _interval(self, index: int) -> Interval:
+        if index not in self.open:
+            start = self.schedule.start if index == 1 else self.schedule.boundary(index - 1)
+            self.open[index] = Interval(self.phase, index, start, self.schedule.boundary(index))
+        return self.open[index]
+
+    def starting(self, session: int, now: float) -> tuple[int, float]:
+        """A session sends a CALL at `now`: (the interval it runs in, its boundary).
+        Intervals that ended before `now` get nothing more from this session."""
+        index = self.schedule.index_at(now)
+        self.covered[session] = max(self.covered.get(session, 0), index - 1)
+        self.started = max(self.started, index)
+        return index, self.schedule.boundary(index)
+
+    def returned(self, session: int, instance: int, index: int, result: dict) -> None:
+        self._interval(index).add(instance, result)
+        self.covered[session] = max(self.covered.get(session, 0), index)
+
+    def own_commit(self, instance: int) -> None:
+        """A transaction of ours after the session's last CALL (its statistics flush): part
+        of the phase's last interval."""
+        self._interval(max(self.started, 1)).own_commits[instance] = (
+            self._interval(max(self.started, 1)).own_commits.get(instance, 0) + 1
+        )
+
+    def finished(self, session: int) -> None:
+        """The session runs no more CALLs in this phase (its loops are done, or it failed)."""
+        self.covered.pop(session, None)
+
+    def close_ready(
+        self, *, through: int | None = None, attach: dict[str, Any] | None = None
+    ) -> list[Interval]:
+        """Close, in order, the intervals ready to close, or all up to `through` (the phase
+        is over; `attach` goes with the last one). An interval in which no op started (all
+        sessions inside longer ops: a stall) closes empty."""
+        if through is None:
+            floor = min(self.covered.values(), default=0)
+            through = min(floor, self.started - 1)
+        done = []
+        while self.closed < through:
+            self.closed += 1
+            interval = self._interval(self.closed)
+            del self.open[self.closed]
+            done.append(interval)
+            last = self.closed == through
+            self.on_close(interval, (attach or {}) if last else {})
+        return done

@@ -1,0 +1,143 @@
+"""One row of the time series: a closed sampling interval in the metrics table's figures.
+
+A row joins, over one interval (runner/intervals.py):
+- the loops' own results: ops per kind, and each op type's latency (count, mean, p50, p90,
+  p99, p99.9, max) from the loop histograms of the ops that started in the interval;
+- each instance's database figures, computed by its engine's WindowStats.metrics from two
+  interval snapshots exactly as the window's are from the before/after snapshots, with the
+  interval's own transactions taken out of the commits;
+- each distinct host's device and CPU figures.
+Over several instances a row is the run's total (model/combine.py). Rates are per second of
+the interval (its planned length; the last one of the window lasts to its last op's end), so
+the intervals' counts add up to the window's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from openslob.engines.api import WindowStats
+from openslob.host import snapshot as host_snapshot
+from openslob.model import combine
+from openslob.model.histogram import Histogram
+from openslob.model.metrics import METRICS, OP_KINDS
+from openslob.model.rates import per_s
+from openslob.runner.intervals import Interval
+
+# Columns every row starts with: when (end of the interval), which, how long.
+HEAD = ("time", "elapsed_s", "phase", "interval", "seconds")
+LOOP_KEYS = ("slobops_per_s", "selects_per_s", "updates_per_s", "scans_per_s", "lio_per_op")
+
+
+def figure_keys(engine_metrics: Sequence[str]) -> list[str]:
+    """The time series' figure columns: the metrics table's live figures (the engines' of
+    this run included), in table order."""
+    core = [k for k, m in METRICS.items() if m.live and m.source != "engine"]
+    return core + [k for k in engine_metrics if k not in core]
+
+
+@dataclass
+class InstanceView:
+    """What a row needs of one instance: its engine's window figures and settings."""
+
+    window: WindowStats
+    settings: dict[str, str]
+    host_key: str
+
+
+def interval_seconds(interval: Interval, end: float | None = None) -> float:
+    return max((end if end is not None else interval.end) - interval.start, 1e-9)
+
+
+def latency_figures(interval: Interval) -> tuple[dict[str, Any], dict[str, Histogram]]:
+    """Per op type: the interval's count and latency figures, and its histogram."""
+    total = interval.total() or {}  # {}: no op started in the interval (counts are 0)
+    row: dict[str, Any] = {}
+    hists = {}
+    for kind in OP_KINDS:
+        hist = Histogram.from_json(total.get(f"hist_{kind}"))
+        hists[kind] = hist
+        row[f"{kind}_count"] = int(total.get(f"ops_{kind}") or 0)
+        summary = hist.summary() if hist.count else {}
+        for stat in ("mean", "p50", "p90", "p99", "p999", "max"):
+            row[f"{kind}_{stat}_us"] = summary.get(f"{stat}_us")
+    return row, hists
+
+
+def loop_figures(interval: Interval, seconds: float) -> dict[str, Any]:
+    """SLOBops/s, and per kind where the loop counted kinds (the window; the warm-up counts
+    its ops only)."""
+    total = interval.total() or {}  # {}: no op started in the interval (a stall)
+    ops = float(total.get("ops") or 0)
+    kinds = {kind: total.get(f"ops_{kind}") for kind in OP_KINDS}
+    counted = all(v is not None for v in kinds.values()) and sum(kinds.values()) == ops
+    return {
+        "slobops_per_s": per_s(ops, seconds),
+        **{f"{k}s_per_s": per_s(float(v), seconds) if counted else None for k, v in kinds.items()},
+    }
+
+
+def database_figures(
+    views: Sequence[InstanceView],
+    prev: Sequence[Mapping[str, Any] | None],
+    cur: Sequence[Mapping[str, Any] | None],
+    seconds: float,
+    own_commits: Mapping[int, int],
+) -> list[dict[str, Any]]:
+    """Each instance's figures over the interval (empty where a snapshot is missing)."""
+    parts = []
+    for k, view in enumerate(views):
+        before, after = prev[k], cur[k]
+        if not before or not after:
+            parts.append({})
+            continue
+        parts.append(
+            view.window.metrics(before, after, seconds, view.settings, own_commits.get(k, 0))
+        )
+    return parts
+
+
+def build_row(
+    interval: Interval,
+    *,
+    keys: Sequence[str],
+    views: Sequence[InstanceView],
+    db_prev: Sequence[Mapping[str, Any] | None],
+    db_cur: Sequence[Mapping[str, Any] | None],
+    host_prev: Mapping[str, host_snapshot.HostSnapshot],
+    host_cur: Mapping[str, host_snapshot.HostSnapshot],
+    start_at: float,
+    end: float | None = None,
+) -> tuple[dict[str, Any], dict[str, Histogram]]:
+    """The row of one closed interval, and its per-op-type histograms (for the .hlog)."""
+    seconds = interval_seconds(interval, end)
+    finish = interval.start + seconds
+    row: dict[str, Any] = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(finish))
+        + f".{int(finish % 1 * 1000):03d}+00:00",
+        "elapsed_s": round(finish - start_at, 3),
+        "phase": interval.phase,
+        "interval": interval.index,
+        "seconds": round(seconds, 3),
+    }
+    row.update(dict.fromkeys(keys))
+    parts = database_figures(views, db_prev, db_cur, seconds, interval.own_commits)
+    host_keys = [view.host_key for view in views]
+    if all(parts):
+        row.update(combine.run_totals(parts, host_keys))
+    hosts = [
+        host_snapshot.host_delta(host_prev[key], host_cur[key])
+        for key in dict.fromkeys(host_keys)
+        if key in host_prev and key in host_cur
+    ]
+    if hosts and len(hosts) == len(set(host_keys)):
+        row.update({k: v for k, v in combine.across_hosts(hosts).items() if k in row})
+    row.update(loop_figures(interval, seconds))
+    if row.get("lio_per_s") is not None and row["slobops_per_s"]:
+        row["lio_per_op"] = row["lio_per_s"] / row["slobops_per_s"]
+    latency, hists = latency_figures(interval)
+    row.update(latency)
+    return combine.round_figures({k: row.get(k) for k in (*HEAD, *keys)}), hists
