@@ -37,6 +37,7 @@ from openslob.report.text import render_text
 from openslob.results.rundir import NotSaved, check_results_place, write_atomic
 from openslob.runner import sweep as harness
 from openslob.runner.execute import run_benchmark
+from openslob.runner.progress import ProgressEvery
 from openslob.runner.targets import target_strings
 
 results_dir_option = click.option(
@@ -65,6 +66,15 @@ results_dir_option = click.option(
     default=None,
     help="Directory for fio's file (default: the private server's data directory).",
 )
+@click.option(
+    "--progress-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="A progress line per this many seconds (figures over that span: rates averaged, "
+    "percentiles from the merged histograms), like pgbench -P. Default: one per sampling "
+    "interval. Lines go to stderr, also when it is not a terminal.",
+)
 @target_option
 @data_dir_option
 @friendly_errors
@@ -75,19 +85,22 @@ def run(
     label: str | None,
     calibrate: bool,
     calibrate_dir: Path | None,
+    progress_interval: float | None,
     **params: Any,
 ) -> None:
     """Run the SLOB work loop and write run.json, report.txt and timeseries.csv.
 
-    Each session runs the loop inside the database (one CALL for the warm-up, one for the
-    window). With no data set yet, a default one is created first (4 x 64 MB). Defaults:
-    4 sessions, UPDATE_PCT=20, WORK_UNIT=64, WARMUP=5 s, RUN_TIME=300 s.
+    Each session runs the loop inside the database (one CALL per sampling interval, so
+    every interval has its own latency percentiles). With no data set yet, a default one is
+    created first (4 x 64 MB). Defaults: 4 sessions, UPDATE_PCT=20, WORK_UNIT=64, WARMUP=5 s,
+    RUN_TIME=300 s.
 
     \b
     Examples:
       slob run --run-time 60
       slob run --sessions 8 --update-pct 0 --run-time 30 --label readonly
       slob run --schemas 4 --threads-per-schema 2 --run-time 30
+      nohup slob run --run-time 2h --sample-interval 10 --progress-interval 60 > run.log 2>&1 &
     """
     config = config_from_click(params, "run")
     target_strings(targets, config)  # a bad combination fails here, before anything else
@@ -103,7 +116,15 @@ def run(
     )
 
     def progress(row: dict[str, Any]) -> None:
-        err.print(progress_line(row), highlight=False, end="\r" if err.is_terminal else "\n")
+        # On a terminal the line is rewritten in place; in a log (nohup, CI) each is a line.
+        err.print(
+            progress_line(row),
+            highlight=False,
+            soft_wrap=True,
+            end="\r" if err.is_terminal else "\n",
+        )
+
+    every = progress_interval if progress_interval is not None else 0.0
 
     try:
         run_dir, result = run_benchmark(
@@ -113,10 +134,10 @@ def run(
             results_parent=results_dir,
             label=label,
             notice=notice,
-            progress=progress if err.is_terminal else None,
             calibrate=calibrate,
             calibrate_dir=calibrate_dir,
             render=render_text,
+            sinks=[ProgressEvery(every, progress)],
         )
     except NotSaved as exc:  # a full disk: the report is all that is left of the run
         out.print(exc.report, highlight=False, markup=False, end="")
@@ -136,7 +157,7 @@ def progress_line(row: dict[str, Any]) -> str:
         return "n/a" if value is None else f"{value:,.{METRICS[key].digits}f}"
 
     figures = "  ".join(f"{METRICS[key].brief} {num(key)}" for key in progress_keys())
-    return f"{row['phase']:>6} {row['elapsed_s']:7.1f} s  {figures}   "
+    return f"{row['phase']:>6} {row['elapsed_s']:7.1f} s ({row['seconds']:g} s)  {figures}   "
 
 
 @cli.command(context_settings=CONTEXT)

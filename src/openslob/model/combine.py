@@ -105,3 +105,33 @@ def run_totals(instance_metrics: Sequence[dict[str, Any]], host_keys: Sequence[s
             else sum(sum(group) for group in shares) / len(shares)  # type: ignore[arg-type]
         )
     return round_figures(total)
+
+
+def over_time(rows: Sequence[dict[str, Any]], keys: Iterable[str]) -> dict[str, Any]:
+    """Consecutive time-series rows as one span (their `seconds` add): a rate or a share is
+    the seconds-weighted mean, a latency is weighted by its operations over the span (rate x
+    seconds), counts add. Percentiles do not average: the caller takes them from the merged
+    histograms. A figure missing from any row is missing from the span."""
+    seconds = [float(row.get("seconds") or 0.0) for row in rows]
+    span: dict[str, Any] = {}
+    for key in keys:
+        values = [row.get(key) for row in rows]
+        metric = _metric(key)
+        if any(v is None for v in values) or not rows:
+            span[key] = None
+        elif metric.unit == "ops" and metric.source == "latency":  # an interval's op count
+            span[key] = sum(values)
+        elif metric.combine == "weighted" and metric.weight:
+            weights = [row.get(metric.weight) for row in rows]
+            span[key] = _weighted(
+                values,
+                [None if w is None else w * s for w, s in zip(weights, seconds, strict=True)],
+            )
+        elif metric.combine == "same":
+            span[key] = values[0] if all(v == values[0] for v in values) else None
+        else:  # rates and shares of the host's capacity
+            span[key] = _weighted(values, seconds)  # type: ignore[arg-type]
+    if "lio_per_op" in span:
+        lio, ops = span.get("lio_per_s"), span.get("slobops_per_s")
+        span["lio_per_op"] = lio / ops if lio is not None and ops else None
+    return round_figures(span)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from openslob.runner.controller import RunController
 from openslob.runner.loopconf import external_script
 from openslob.runner.prepare import Notice, Prepared, PreparedInstance, prepare
 from openslob.runner.record import ProgressFn, RunInstance
+from openslob.runner.sampler import Sink
 from openslob.runner.targets import target_strings
 
 Render = Callable[[dict[str, Any]], str]
@@ -142,9 +143,11 @@ def execute(
     progress: ProgressFn | None = None,
     calibrate_dir: Path | None = None,
     render: Render | None = None,
+    sinks: Sequence[Sink] = (),
 ) -> dict[str, Any]:
     """One run into `run_dir` (created if needed); returns the run.json dict it wrote
-    (`render`: the text report, written beside it as report.txt).
+    (`render`: the text report, written beside it as report.txt; `sinks`: more receivers of
+    each closed interval's row, e.g. progress lines and metrics exporters).
 
     With `calibrate_dir`, fio then reads that file system with the run's concurrency and
     duration, and run.json carries both sides (see calibrate.py).
@@ -160,7 +163,7 @@ def execute(
         [i for i, _, _ in parts],
         progress=progress,
         script_env=script_env,
-        sinks=[series],
+        sinks=[series, *sinks],
     )
     for _, _, notes in parts:
         controller.record.notes.extend(n for n in notes if n not in controller.record.notes)
@@ -237,6 +240,7 @@ def run_benchmark(
     calibrate: bool = False,
     calibrate_dir: Path | None = None,
     render: Render | None = None,
+    sinks: Sequence[Sink] = (),
 ) -> tuple[Path, dict[str, Any]]:
     """`slob run`: prepare the target, run once into a new timestamped directory."""
     if calibrate and len(target_strings(target, config)) > 1:  # before anything is touched
@@ -262,6 +266,7 @@ def run_benchmark(
                 progress=progress,
                 calibrate_dir=fio_dir,
                 render=render,
+                sinks=sinks,
             )
         except KeyboardInterrupt:
             # Ctrl-C before the run could take over the signal: nothing was measured, so no

@@ -132,6 +132,10 @@ class Sampler(threading.Thread):
                 continue
             kind = message[0]
             if kind == "stop":
+                for sink in self.sinks:  # a sink holding rows (a progress span) lets them go
+                    flush = getattr(sink, "flush", None)
+                    if flush is not None:
+                        flush()
                 return
             if kind == "phase":
                 _, self._phase, self._schedule, db, hosts = message

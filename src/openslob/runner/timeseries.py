@@ -23,7 +23,7 @@ from openslob.engines.api import WindowStats
 from openslob.host import snapshot as host_snapshot
 from openslob.model import combine
 from openslob.model.histogram import Histogram
-from openslob.model.metrics import METRICS, OP_KINDS
+from openslob.model.metrics import LATENCY_STATS, METRICS, OP_KINDS
 from openslob.model.rates import per_s
 from openslob.runner.intervals import Interval
 
@@ -61,10 +61,14 @@ def latency_figures(interval: Interval) -> tuple[dict[str, Any], dict[str, Histo
         hist = Histogram.from_json(total.get(f"hist_{kind}"))
         hists[kind] = hist
         row[f"{kind}_count"] = int(total.get(f"ops_{kind}") or 0)
-        summary = hist.summary() if hist.count else {}
-        for stat in ("mean", "p50", "p90", "p99", "p999", "max"):
-            row[f"{kind}_{stat}_us"] = summary.get(f"{stat}_us")
+        row.update(latency_stats(kind, hist))
     return row, hists
+
+
+def latency_stats(kind: str, hist: Histogram) -> dict[str, Any]:
+    """One op type's latency columns from its histogram (null: no op timed)."""
+    summary = hist.summary() if hist.count else {}
+    return {f"{kind}_{stat}_us": summary.get(f"{stat}_us") for stat, _ in LATENCY_STATS}
 
 
 def loop_figures(interval: Interval, seconds: float) -> dict[str, Any]:
