@@ -19,6 +19,8 @@ from typing import Any
 import psycopg
 import pymysql
 import pytest
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
 
 from openslob.engines.mariadb.server import EmbeddedMariaDB
 from openslob.engines.postgres.server import EmbeddedServer
@@ -93,10 +95,11 @@ def test_run_measures_the_same_figures(loaded, base: Path, tmp_path: Path) -> No
     # the live time series counts the same work (MariaDB: Com_select/Com_update)
     with (run_dir / "timeseries.csv").open() as fh:
         window = [r for r in csv.DictReader(fh) if r["phase"] == "window"]
-    live = [float(r["slobops_per_s"]) for r in window if r["slobops_per_s"]]
-    assert len(live) >= 2
-    assert sum(live) / len(live) == pytest.approx(m["slobops_per_s"], rel=0.3)
-    assert all(float(r["pio_reads_per_s"]) > 0 for r in window if r["pio_reads_per_s"])
+    assert len(window) >= 3 and all(r["pio_reads_per_s"] for r in window)
+    _intervals_add_up_to_the_window(run, window, run_dir)
+    # progress: a plain line per interval on stderr, which is not a terminal here
+    lines = [line for line in result.stderr.splitlines() if line.startswith("window")]
+    assert len(lines) == len(window) and "\r" not in result.stderr
     # work per SLOBop next to the layout's prediction: InnoDB counts page gets for the whole
     # server (one figure over all kinds), PostgreSQL per statement
     work = run["work_per_op"]
@@ -120,6 +123,47 @@ def test_run_measures_the_same_figures(loaded, base: Path, tmp_path: Path) -> No
         m["pio_reads_per_s"] / cal["fio"]["iops"] * 100
     )
     assert f"fio 2 jobs {page // 1024} KiB randread" in report
+
+
+def _intervals_add_up_to_the_window(
+    run: dict[str, Any], window: list[dict[str, str]], run_dir: Path
+) -> None:
+    """The window's intervals (timeseries.csv, run.json intervals, the .hlog files) hold
+    exactly the window's work: op counts and histograms exactly, rates within 1 %."""
+    m, seconds = run["metrics"], run["window"]["seconds"]
+
+    def total(key: str) -> float:
+        return sum(float(r[key]) * float(r["seconds"]) for r in window)
+
+    assert sum(float(r["seconds"]) for r in window) == pytest.approx(seconds, rel=0.01)
+    for key in ("slobops_per_s", "pio_reads_per_s", "lio_per_s", "wal_mb_per_s"):
+        assert total(key) == pytest.approx(m[key] * seconds, rel=0.01), key
+    for key in ("commits_per_s", "device_reads_per_s"):  # a few of their own around the window
+        assert total(key) == pytest.approx(m[key] * seconds, rel=0.01, abs=3), key
+    table = run["intervals"]
+    rows = [dict(zip(table["columns"], row, strict=True)) for row in table["rows"]]
+    assert len(rows) == len(window)
+    for kind in ("select", "update"):
+        block = run["latency"][kind]
+        assert sum(r[f"{kind}_count"] for r in rows) == block["count"] > 0
+        assert max(r[f"{kind}_max_us"] or 0 for r in rows) == block["max_us"]
+        assert all(
+            r[f"{kind}_p50_us"] <= r[f"{kind}_p99_us"] <= r[f"{kind}_max_us"]
+            for r in rows
+            if r[f"{kind}_count"]
+        )
+        # the HdrHistogram log reads back with the same counts, and percentiles within a
+        # bucket (1.6 %: HdrHistogram ranks a percentile one op differently)
+        reader = HistogramLogReader(str(run_dir / f"{kind}.hlog"), HdrHistogram(1, 2**37, 3))
+        merged, intervals = HdrHistogram(1, 2**37, 3), 0
+        while reader.add_next_interval_histogram(merged) is not None:
+            intervals += 1
+        assert intervals == len(window) and merged.get_total_count() == block["count"]
+        assert merged.get_value_at_percentile(99) == pytest.approx(block["p99_us"], rel=0.02)
+    with (run_dir / "percentiles.csv").open() as fh:
+        fio_style = [r for r in csv.DictReader(fh) if r["op"] == "select"]
+    assert [int(r["count"]) for r in fio_style] == [r["select_count"] for r in rows]
+    assert run["client"]["bytes_written"] > 0
 
 
 def test_calibrate_reads_the_private_servers_page_size(loaded, base: Path, tmp_path: Path) -> None:
@@ -291,17 +335,46 @@ def test_sigterm_ends_the_run_like_ctrl_c(loaded, base: Path, tmp_path: Path) ->
     assert _gone_within(engine, base, 10) == []
 
 
-def test_sigkill_of_the_client_leaves_no_loop_behind(loaded, base: Path, tmp_path: Path) -> None:
+def _window_rows(run_dir: Path, at_least: int, timeout: float = 30) -> list[dict[str, str]]:
+    """The window rows of a running run's timeseries.csv, once it has `at_least` of them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(FileNotFoundError), (run_dir / "timeseries.csv").open() as fh:
+            rows = [r for r in csv.DictReader(fh) if r["phase"] == "window"]
+            if len(rows) >= at_least:
+                return rows
+        assert time.monotonic() < deadline, "the time series did not grow"
+        time.sleep(0.1)
+
+
+def test_sigkill_of_the_client_leaves_no_loop_behind(
+    loaded, base: Path, tmp_path: Path, monkeypatch
+) -> None:
     """kill -9: nothing of the client runs any more, yet the server ends the loops itself
     within seconds (PostgreSQL: client_connection_check_interval; MariaDB: the loop sees the
-    client's lock go). The next run starts on a server with no leftover."""
+    client's lock go); the results up to the last checkpoint are a valid run.json. The next
+    run starts on a server with no leftover."""
     engine, cwd = loaded
     results = tmp_path / "results"
+    monkeypatch.setenv("SLOB_CHECKPOINT_S", "0.1")  # a checkpoint per interval
     proc = _start_run(engine, base, cwd, results)
     assert len(_openslob_sessions(engine, base)) >= 2
+    (run_dir,) = results.iterdir()
+    window = _window_rows(run_dir, at_least=3)
     proc.kill()
     proc.wait(timeout=10)
     assert _gone_within(engine, base, 10) == []
+    # what was measured up to the last checkpoint is a valid run.json, consistent with the
+    # intervals of the time series it covers
+    run = json.loads((run_dir / "run.json").read_text())
+    window = _window_rows(run_dir, at_least=len(window))
+    assert run["status"] == "interrupted" and "checkpoint" in run["error"]
+    covered = [r for r in window if float(r["elapsed_s"]) <= run["window"]["seconds"] + 0.01]
+    assert len(covered) >= 3
+    ops = sum(s["ops_select"] + s["ops_update"] for s in run["sessions"])
+    assert ops == sum(int(r["select_count"]) + int(r["update_count"]) for r in covered)
+    assert run["metrics"]["pio_reads_per_s"] > 0
+    assert invoke("report", str(run_dir), cwd=cwd).exit_code == 0
     again = slob(
         base, cwd, "run", "--target", TARGETS[engine], *DATA, "--sessions", "2",
         "--warmup", "0", "--run-time", "1", "--results-dir", str(tmp_path / "r2"),

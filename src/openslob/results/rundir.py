@@ -24,6 +24,7 @@ from openslob.engines import registry
 from openslob.model.errors import ConfigError, OpenslobError
 
 SCHEMA_VERSION = 2
+RUN_FILE = "run.json"
 
 
 def iso(epoch: float | None) -> str | None:
@@ -74,10 +75,14 @@ class NotSaved(OpenslobError):
         self.report = report
 
 
-def write_atomic(path: Path, content: str | bytes | Callable[[BinaryIO], None]) -> Path:
+def write_atomic(
+    path: Path, content: str | bytes | Callable[[BinaryIO], None], *, sync: bool = True
+) -> Path:
     """Write `path` whole or not at all: into a hidden file beside it, flushed to the disk,
     then renamed over it. A full disk leaves the old file (or none), never a truncated one.
-    `content` is text, bytes, or a function writing to the open binary file."""
+    `content` is text, bytes, or a function writing to the open binary file. `sync=False`
+    leaves the write-back to the page cache (a file rewritten during a measured window:
+    a killed client keeps it, a crashed host may not)."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         # O_EXCL: never follow or reuse someone's file; 0o666 less the umask, like open()
@@ -89,7 +94,8 @@ def write_atomic(path: Path, content: str | bytes | Callable[[BinaryIO], None]) 
                 else:
                     fh.write(content.encode() if isinstance(content, str) else content)
                 fh.flush()
-                os.fsync(fh.fileno())
+                if sync:
+                    os.fsync(fh.fileno())
             os.replace(tmp, path)
         except BaseException:
             tmp.unlink(missing_ok=True)
@@ -101,17 +107,17 @@ def write_atomic(path: Path, content: str | bytes | Callable[[BinaryIO], None]) 
     return path
 
 
-def write_run(path: Path, run: dict[str, Any], report: str = "") -> None:
+def write_run(path: Path, run: dict[str, Any], report: str = "", *, sync: bool = True) -> int:
     """run.json and report.txt (when given), each written whole or not at all (the time
-    series was written as the run went: results/stream.py). Every file is tried; then
-    NotSaved names those that failed."""
-    files = {"run.json": json.dumps(run, indent=2, default=str) + "\n"}
+    series was written as the run went: results/stream.py); the bytes written. Every file
+    is tried; then NotSaved names those that failed."""
+    files = {RUN_FILE: json.dumps(run, indent=2, default=str) + "\n"}
     if report:
         files["report.txt"] = report
     failed = []
     for name, text in files.items():
         try:
-            write_atomic(path / name, text)
+            write_atomic(path / name, text, sync=sync)
         except OSError as exc:
             failed.append(f"{name} ({exc.strerror or exc})")
     if failed:
@@ -120,6 +126,7 @@ def write_run(path: Path, run: dict[str, Any], report: str = "") -> None:
             f"{', '.join(failed)} not written; the report is printed above",
             report,
         )
+    return sum(len(text.encode()) for text in files.values())
 
 
 # What the text report reads without a fallback (analyses and plots take any key missing).

@@ -15,8 +15,18 @@ from pathlib import Path
 from typing import IO, Any
 
 from openslob.model.histogram import Histogram
+from openslob.model.metrics import LATENCY_STATS, OP_KINDS
 
 TIMESERIES_FILE = "timeseries.csv"
+# run.json "intervals": the window's op figures per interval (the rest is timeseries.csv)
+INTERVAL_COLUMNS = (
+    "elapsed_s",
+    "interval",
+    "seconds",
+    "slobops_per_s",
+    *(f"{kind}_count" for kind in OP_KINDS),
+    *(f"{kind}_{stat}_us" for kind in OP_KINDS for stat, _ in LATENCY_STATS),
+)
 
 
 def csv_cell(value: Any) -> Any:
@@ -49,3 +59,25 @@ class TimeseriesWriter:
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
+
+
+def _number(text: str) -> int | float | None:
+    if text == "":
+        return None
+    value = float(text)
+    return int(value) if value.is_integer() and "." not in text else value
+
+
+def interval_table(path: Path) -> dict[str, Any] | None:
+    """run.json "intervals" from timeseries.csv: the window's rows, INTERVAL_COLUMNS, as
+    {"columns": [...], "rows": [[...], ...]} (compact for runs of hours); None without it."""
+    try:
+        with path.open(newline="") as file:
+            reader = csv.DictReader(file)
+            columns = [c for c in INTERVAL_COLUMNS if c in (reader.fieldnames or [])]
+            rows = [
+                [_number(row[c]) for c in columns] for row in reader if row["phase"] == "window"
+            ]
+    except (OSError, KeyError, ValueError):
+        return None
+    return {"source": path.name, "columns": columns, "rows": rows}

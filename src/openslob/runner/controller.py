@@ -26,6 +26,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 from openslob.config.resolve import Config
@@ -58,8 +59,10 @@ class RunController:
         progress: ProgressFn | None = None,
         script_env: dict[str, str] | None = None,
         sinks: list[Sink] | None = None,
+        checkpoint: Callable[[RunRecord], None] | None = None,
     ) -> None:
         self.config = config
+        self.checkpoint = checkpoint
         self.instances = instances
         self._snapshots: list[Monitor] = []
         self._waits_monitors: list[Monitor] = []
@@ -117,7 +120,7 @@ class RunController:
         self._stopping = asyncio.Event()
         for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, self._on_signal, sig)
-        sampler = Sampler(self.instances, self.record, self.sinks)
+        sampler = Sampler(self.instances, self.record, self.sinks, self.checkpoint)
         self._sampler = sampler
         try:
             for instance in self.instances:

@@ -7,6 +7,7 @@ text report) it renders itself and hands in (`render`): orchestration renders no
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -22,9 +23,10 @@ from openslob.host import snapshot as host_snapshot
 from openslob.model.errors import ConfigError
 from openslob.model.plan import session_schemas
 from openslob.results.build import InstanceInfo, build_run_json
-from openslob.results.record import InstanceRecord
-from openslob.results.rundir import run_directory, write_run
-from openslob.results.stream import TIMESERIES_FILE, TimeseriesWriter
+from openslob.results.histlog import HlogWriter, PercentileCsv
+from openslob.results.record import InstanceRecord, RunRecord
+from openslob.results.rundir import RUN_FILE, run_directory, write_atomic, write_run
+from openslob.results.stream import TIMESERIES_FILE, TimeseriesWriter, interval_table
 from openslob.runner.calibrate import (
     DEFAULT_BLOCK_BYTES,
     CalibrationError,
@@ -36,7 +38,7 @@ from openslob.runner.controller import RunController
 from openslob.runner.loopconf import external_script
 from openslob.runner.prepare import Notice, Prepared, PreparedInstance, prepare
 from openslob.runner.record import ProgressFn, RunInstance
-from openslob.runner.sampler import Sink
+from openslob.runner.sampler import CHECKPOINT_EVERY_S, Sink
 from openslob.runner.targets import target_strings
 
 Render = Callable[[dict[str, Any]], str]
@@ -44,6 +46,8 @@ Render = Callable[[dict[str, Any]], str]
 # "database": read host counters through the connection even when the data directory is
 # visible here (a server in a container; the tests of that path).
 HOST_COUNTERS_ENV = "SLOB_HOST_COUNTERS"
+# Seconds between checkpoints (default CHECKPOINT_EVERY_S); tests make it short.
+CHECKPOINT_ENV = "SLOB_CHECKPOINT_S"
 _NO_HOST = ("hostname", "cpus", "cpu_model", "memory_bytes", "kernel", "os")
 
 
@@ -157,24 +161,42 @@ def execute(
     application_name = f"openslob-run {run_dir.name}"
     parts = [_run_instance(p, application_name, sessions) for p in prepared.instances]
     script_env = {"SLOB_RUN_DIR": str(run_dir), "SLOB_SESSIONS": str(sessions)}
-    series = TimeseriesWriter(run_dir / TIMESERIES_FILE)
+    infos = [info for _, info, _ in parts]
+    files = [
+        TimeseriesWriter(run_dir / TIMESERIES_FILE),
+        HlogWriter(run_dir),
+        PercentileCsv(run_dir),
+    ]
+    checkpoint = Checkpoint(run_dir, config, infos, label)
     controller = RunController(
         config,
         [i for i, _, _ in parts],
         progress=progress,
         script_env=script_env,
-        sinks=[series, *sinks],
+        sinks=[*files, *sinks],
+        checkpoint=checkpoint,
     )
     for _, _, notes in parts:
         controller.record.notes.extend(n for n in notes if n not in controller.record.notes)
     try:
         record = controller.run()
     finally:
-        series.close()
-    infos = [info for _, info, _ in parts]
+        checkpoint.closed = True  # a late checkpoint must not replace the final run.json
+        for file in files:
+            file.close()
     for info, prep in zip(infos, prepared.instances, strict=True):
         info.profile = _profile(prep.target)
     run = build_run_json(record=record, config=config, instances=infos, label=label)
+    run["intervals"] = interval_table(run_dir / TIMESERIES_FILE)
+    run["client"] = client = client_writes(
+        sum(f.bytes_written for f in files) + checkpoint.bytes_written, run
+    )
+    share = client["pct_of_device_writes"]
+    run["notes"].append(
+        f"the client wrote {client['bytes_written'] / 1024:,.0f} KiB of results as the run went "
+        "(time series, histogram logs, checkpoints; page cache, no fsync)"
+        + ("" if share is None else f": {share:.3g} % of the device's writes in the window")
+    )
     if calibrate_dir is not None and run["status"] == "complete":
         run["calibration"] = calibration(calibrate_dir, sessions, run, notice)
     try:
@@ -185,6 +207,43 @@ def execute(
         if error:
             notice(error)
     return run
+
+
+class Checkpoint:
+    """The window so far as a provisional run.json (status "interrupted"): a client killed
+    after hours leaves valid results of every interval up to its last checkpoint (every
+    CHECKPOINT_EVERY_S; timeseries.csv has every interval). Written compact and without
+    fsync: our own I/O in the window stays ~100 KB of page-cache writes per checkpoint."""
+
+    def __init__(
+        self, run_dir: Path, config: Config, infos: list[InstanceInfo], label: str | None
+    ) -> None:
+        self.run_dir, self.config, self.infos, self.label = run_dir, config, infos, label
+        self.every_s = float(os.environ.get(CHECKPOINT_ENV) or CHECKPOINT_EVERY_S)
+        self.closed = False
+        self.bytes_written = 0
+
+    def __call__(self, record: RunRecord) -> None:
+        if self.closed:
+            return
+        run = build_run_json(
+            record=record, config=self.config, instances=self.infos, label=self.label
+        )
+        run["intervals"] = None  # the final run.json's; timeseries.csv has them all
+        text = json.dumps(run, default=str, separators=(",", ":"))  # compact: ~1/3 the bytes
+        write_atomic(self.run_dir / RUN_FILE, text, sync=False)
+        self.bytes_written += len(text)
+
+
+def client_writes(written: int, run: dict[str, Any]) -> dict[str, Any]:
+    """What the client itself wrote during the run (results as they go), beside what the
+    devices wrote in the window: our own I/O, which a reader may want to take out."""
+    seconds = (run.get("window") or {}).get("seconds")
+    device_mb_s = (run.get("metrics") or {}).get("device_write_mb_per_s")
+    # device MB/s are MiB/s (host/counters.py)
+    device_bytes = device_mb_s * 2**20 * seconds if device_mb_s and seconds else None
+    share = round(100 * written / device_bytes, 4) if device_bytes else None
+    return {"bytes_written": written, "pct_of_device_writes": share}
 
 
 def calibration(

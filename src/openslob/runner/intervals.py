@@ -86,9 +86,12 @@ class Interval:
     end: float
     results: dict[int, dict[str, Any]] = field(default_factory=dict)  # by instance
     own_commits: dict[int, int] = field(default_factory=dict)  # by instance
+    by_session: dict[int, dict[str, Any]] = field(default_factory=dict)
 
-    def add(self, instance: int, result: dict[str, Any]) -> None:
+    def add(self, instance: int, result: dict[str, Any], session: int | None = None) -> None:
         self.results[instance] = merge_results(self.results.get(instance), result)
+        if session is not None:
+            self.by_session[session] = merge_results(self.by_session.get(session), result)
         commits = int(result.get("own_commits") or 0)
         self.own_commits[instance] = self.own_commits.get(instance, 0) + commits
 
@@ -136,7 +139,7 @@ class IntervalBook:
         return index, self.schedule.boundary(index)
 
     def returned(self, session: int, instance: int, index: int, result: dict) -> None:
-        self._interval(index).add(instance, result)
+        self._interval(index).add(instance, result, session)
         self.covered[session] = max(self.covered.get(session, 0), index)
 
     def own_commit(self, instance: int) -> None:

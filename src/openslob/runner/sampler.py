@@ -8,7 +8,9 @@ import contextlib
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -16,11 +18,14 @@ from openslob.engines.api import Monitor, RunBackend
 from openslob.host import snapshot as host_snapshot
 from openslob.model.histogram import Histogram
 from openslob.results.record import InstanceRecord, RunRecord
-from openslob.runner.intervals import Interval, Schedule
+from openslob.runner.intervals import Interval, Schedule, merge_results
 from openslob.runner.record import RunInstance, first_line
 from openslob.runner.timeseries import InstanceView, build_row, figure_keys
 
 WAIT_SAMPLE_HZ = 10
+# How often the window so far is saved as a provisional run.json (a kill -9 keeps it), unless
+# the checkpoint says otherwise (its `every_s`).
+CHECKPOINT_EVERY_S = 30.0
 # What receives each row: the time series file, the progress line, the exporters.
 Sink = Callable[[dict[str, Any], dict[str, Histogram]], None]
 Snapshots = list[dict[str, Any] | None]
@@ -42,10 +47,17 @@ class Sampler(threading.Thread):
         instances: list[RunInstance],
         record: RunRecord,
         sinks: list[Sink] | None = None,
+        checkpoint: Callable[[RunRecord], None] | None = None,
     ) -> None:
         super().__init__(name="slob-sampler", daemon=True)
         self.instances, self.record = instances, record
         self.sinks = list(sinks or [])
+        self.checkpoint = checkpoint
+        self.checkpoint_every_s = float(getattr(checkpoint, "every_s", CHECKPOINT_EVERY_S))
+        self._last_checkpoint = 0.0
+        # what the window's closed intervals hold: per session, and our own commits
+        self._closed_sessions: dict[int, dict[str, Any]] = {}
+        self._closed_commits: dict[int, int] = {}
         self.views = [InstanceView(i.window, i.settings, i.host_key) for i in instances]
         self.keys = figure_keys([k for i in instances for k in i.engine_metrics])
         self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
@@ -181,6 +193,38 @@ class Sampler(threading.Thread):
         self.rows += 1
         for sink in self.sinks:
             sink(row, hists)
+        if interval.phase == "window":
+            self._window_progress(interval, db_cur, host_cur, end)
+
+    def _window_progress(
+        self, interval: Interval, db_cur: Snapshots, host_cur: Hosts, end: float | None
+    ) -> None:
+        """Add a closed window interval to what a checkpoint saves, and save one when due."""
+        for session, result in interval.by_session.items():
+            self._closed_sessions[session] = merge_results(
+                self._closed_sessions.get(session), result
+            )
+        for instance, commits in interval.own_commits.items():
+            self._closed_commits[instance] = self._closed_commits.get(instance, 0) + commits
+        now = time.monotonic()
+        if self.checkpoint is None or now - self._last_checkpoint < self.checkpoint_every_s:
+            return
+        self._last_checkpoint = now
+        try:
+            self.checkpoint(
+                provisional_record(
+                    self.record,
+                    self.instances,
+                    self._closed_sessions,
+                    self._closed_commits,
+                    db_cur,
+                    host_cur,
+                    end if end is not None else interval.end,
+                )
+            )
+        except Exception as exc:  # the run goes on; its final results are written at the end
+            self.checkpoint = None
+            self.errors.append(f"no more provisional run.json: {first_line(exc)}")
 
     def _horizons(self) -> dict[str, Any]:
         """Who holds each instance's cleanup horizon now (its HorizonWatch); the time
@@ -194,6 +238,42 @@ class Sampler(threading.Thread):
                     figures[key] = value
                 figures.setdefault(key, None)
         return figures
+
+
+def provisional_record(
+    record: RunRecord,
+    instances: list[RunInstance],
+    sessions: dict[int, dict[str, Any]],
+    own_commits: dict[int, int],
+    db_cur: Snapshots,
+    host_cur: Hosts,
+    end: float,
+) -> RunRecord:
+    """The run as if it had ended with the last closed interval: what a checkpoint saves
+    (status "interrupted" until the run's own results replace it)."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(end))
+    return replace(
+        record,
+        status="interrupted",
+        error=f"the client stopped before the end of the run; the window up to {stamp} "
+        "is saved (a checkpoint: the run's own results replace it when it ends)",
+        sessions=[replace(o, window=sessions.get(o.id)) for o in record.sessions],
+        instances=[
+            replace(
+                i.record,
+                db_after=db_cur[k],
+                host_after=host_cur.get(i.host_key),
+                own_commits=own_commits.get(k, 0),
+                waits=Counter(),
+                wait_samples=0,
+            )
+            for k, i in enumerate(instances)
+        ],
+        window_end=end,
+        last_op_end=end,
+        planned_end=record.window_end,
+        notes=[*record.notes, "a checkpoint: no wait samples, no statements, no table sizes"],
+    )
 
 
 class WaitSampler(threading.Thread):

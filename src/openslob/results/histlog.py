@@ -1,0 +1,130 @@
+"""The window's per-interval latency histograms in other tools' formats, written as the run goes.
+
+    <op>.hlog         HdrHistogram interval log (format 1.2), one line per sampling interval
+                      of the window: HistogramLogProcessor, HdrHistogram's plotters and the
+                      `hdrhistogram` package read it. Values are microseconds (the interval
+                      max column is in milliseconds: max value unit ratio 1000).
+    percentiles.csv   per interval and op type, fio's default percentile list (clat
+                      percentiles 1 ... 99.99) in microseconds
+
+Both come from the loops' own histograms (model/histogram.py): an HdrHistogram holds each
+bucket's count at the bucket's midpoint (3 significant digits), so its percentiles are
+ours within the same 0.8 % and its counts are exactly ours. The warm-up is not written: it is
+not measured, and the window's histograms are the sum of these intervals.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from pathlib import Path
+from typing import IO, Any
+
+from hdrh.histogram import HdrHistogram
+
+from openslob.model.histogram import Histogram, bucket_bounds
+from openslob.model.metrics import OP_KINDS
+from openslob.results.stream import csv_cell
+
+HLOG_SUFFIX = ".hlog"
+PERCENTILES_FILE = "percentiles.csv"
+# fio's default clat percentile list
+FIO_PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
+HDR_LOWEST_US, HDR_HIGHEST_US, HDR_DIGITS = 1, 2**37, 3  # the loop's range, 0.1 % resolution
+MAX_UNIT_RATIO = 1000.0  # µs values, interval max in ms (HdrHistogram's usual column)
+
+
+def hdr_of(hist: Histogram) -> HdrHistogram:
+    """An HdrHistogram with each of our buckets' counts at its midpoint."""
+    hdr = HdrHistogram(HDR_LOWEST_US, HDR_HIGHEST_US, HDR_DIGITS)
+    for idx, count in hist.counts.items():
+        lower, upper = bucket_bounds(idx)
+        hdr.record_value(max((lower + upper) // 2, HDR_LOWEST_US), count)
+    return hdr
+
+
+def _window_times(row: dict[str, Any]) -> tuple[float, float]:
+    """(start, end) epoch seconds of a row's interval (its `time` is the end)."""
+    end = dt.datetime.fromisoformat(row["time"]).timestamp()
+    return end - float(row["seconds"]), end
+
+
+class HlogWriter:
+    """<op>.hlog per op type of the window (a Sampler sink)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.bytes_written = 0
+        self._files: dict[str, IO[str]] = {}
+        self._base: float | None = None
+
+    def _open(self, start: float) -> None:
+        self._base = start
+        stamp = dt.datetime.fromtimestamp(start, dt.UTC).isoformat(" ")
+        for kind in OP_KINDS:
+            log = (self.run_dir / f"{kind}{HLOG_SUFFIX}").open("w")
+            log.write(
+                f"#openslob {kind} op latency per sampling interval, values in microseconds\n"
+                "#[Histogram log format version 1.2]\n"
+                f"#[StartTime: {start:.3f} (seconds since epoch), {stamp}]\n"
+                f"#[BaseTime: {start:.3f} (seconds since epoch)]\n"
+                f"#[MaxValueUnitRatio: {MAX_UNIT_RATIO:g}]\n"
+                '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n'
+            )
+            self._files[kind] = log
+
+    def __call__(self, row: dict[str, Any], hists: dict[str, Histogram]) -> None:
+        if row["phase"] != "window":
+            return
+        start, end = _window_times(row)
+        if self._base is None:
+            self._open(start)
+        assert self._base is not None
+        for kind, log in self._files.items():
+            hdr = hdr_of(hists.get(kind) or Histogram())
+            line = (
+                f"{start - self._base:.3f},{end - start:.3f},"
+                f"{hdr.get_max_value() / MAX_UNIT_RATIO:.3f},{hdr.encode().decode()}\n"
+            )
+            log.write(line)
+            log.flush()  # a killed client keeps every interval written so far
+            self.bytes_written += len(line)
+
+    def close(self) -> None:
+        for log in self._files.values():
+            log.close()
+
+
+class PercentileCsv:
+    """percentiles.csv: a row per window interval and op type (a Sampler sink)."""
+
+    COLUMNS = ("time", "elapsed_s", "interval", "seconds", "op", "count", "mean_us")
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / PERCENTILES_FILE
+        self.bytes_written = 0
+        self._file: IO[str] | None = None
+        self._writer: Any = None
+
+    def __call__(self, row: dict[str, Any], hists: dict[str, Histogram]) -> None:
+        if row["phase"] != "window":
+            return
+        if self._file is None:
+            self._file = self.path.open("w", newline="")
+            self._writer = csv.writer(self._file)
+            self._writer.writerow([*self.COLUMNS, *(f"p{p:g}_us" for p in FIO_PERCENTILES)])
+        start = self._file.tell()
+        for kind in OP_KINDS:
+            hist = hists.get(kind) or Histogram()
+            head = [row["time"], row["elapsed_s"], row["interval"], row["seconds"], kind]
+            mean = hist.mean_us()
+            values = [hist.percentile_us(p) for p in FIO_PERCENTILES]
+            self._writer.writerow(
+                [*head, hist.count, csv_cell(mean), *(csv_cell(v) for v in values)]
+            )
+        self._file.flush()
+        self.bytes_written += self._file.tell() - start
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
