@@ -16,15 +16,13 @@ import pytest
 from openslob.analysis.awrinfo import (
     COLUMNS,
     analyze_rows,
-    detect_degradation,
     event_rows,
-    load_timeseries,
     render_csv,
-    render_degradation,
     render_events,
     render_json,
     render_table,
 )
+from openslob.analysis.sustained import detect_degradation, load_timeseries, render_degradation
 from openslob.results.collect import RunRef, find_runs
 from openslob.results.rundir import load_run
 
@@ -345,7 +343,7 @@ def test_a_cliff_is_found_at_the_right_time_and_duration() -> None:
 def test_a_cliff_with_latency_is_both_and_survives_noise() -> None:
     rows = series([(600, 40_000, 70), (410, 21_600, 279), (200, 40_000, 70)], noise=0.05)
     (episode,) = detect_degradation(rows).episodes
-    assert episode.kind == "both"
+    assert episode.kind == "iops_drop+latency_rise"
     assert (episode.start_s, episode.duration_s) == (605, 410)
     assert episode.latency_change_pct == pytest.approx(300, rel=0.1)
 
@@ -374,6 +372,21 @@ def test_a_latency_rise_alone_is_detected() -> None:
     assert episode.iops_change_pct == pytest.approx(0)
     # a rise of 100 % is below a Y of 150 %
     assert detect_degradation(rows, latency_rise_pct=150).episodes == []
+
+
+def test_a_tail_rise_alone_is_an_episode_on_p99() -> None:
+    """Garbage collection stalls a few reads: the mean barely moves, the p99 triples."""
+    rows = series([(300, 40_000, 70), (60, 40_000, 72), (300, 40_000, 70)])
+    for i, row in enumerate(r for r in rows if r["phase"] == "window"):
+        row["select_p99_us"] = "6000.0" if 300 <= i < 360 else "2000.0"
+        row["update_p99_us"] = "9000.0"
+    report = detect_degradation(rows)
+    assert report.p99_source == "select" and report.baseline_p99_us == 2000
+    (episode,) = report.episodes
+    assert episode.kind == "p99_rise" and (episode.start_s, episode.duration_s) == (305, 60)
+    assert episode.p99_change_pct == pytest.approx(200)
+    assert "select p99 +200 % (6,000 us)" in render_degradation(report)
+    assert detect_degradation(rows, p99_rise_pct=250).episodes == []
 
 
 def test_the_ramp_and_warmup_are_not_episodes() -> None:

@@ -87,7 +87,7 @@ def timeseries_rows(tmp_path: Path) -> list[dict[str, str]]:
     columns = [
         "time", "elapsed_s", "phase", "seconds", "device_reads_per_s", "device_writes_per_s",
         "device_read_mb_per_s", "device_write_mb_per_s", "device_read_latency_us",
-        "db_reads_per_s", "db_read_latency_us",
+        "db_reads_per_s", "db_read_latency_us", "select_p50_us", "select_p99_us",
     ]  # fmt: skip
     path = tmp_path / "timeseries.csv"
     with path.open("w", newline="") as fh:
@@ -111,6 +111,8 @@ def timeseries_rows(tmp_path: Path) -> list[dict[str, str]]:
                     "db_reads_per_s": reads * 1.02,
                     # track_io_timing off for two samples: empty cells, drawn as a gap
                     "db_read_latency_us": "" if i in (10, 11) else (250.0 if slow else 95.0),
+                    "select_p50_us": 5000.0 if slow else 4000.0,
+                    "select_p99_us": 30000.0 if slow else 9000.0,
                 }
             )
     with path.open(newline="") as fh:
@@ -259,7 +261,7 @@ def test_figure_svg_is_inlineable():
 def test_timeseries_panels_phases_and_marks(tmp_path: Path):
     rows = timeseries_rows(tmp_path)
     fig = plots.timeseries(rows, title="nvme 20 %", marks=[(20.0, 25.0, "read latency ×2.5")])
-    iops, mbps, lat = fig.axes[:3]
+    iops, mbps, lat, ops = fig.axes
     assert iops.get_shared_x_axes().joined(iops, lat)
     # legends are the metrics table's labels
     assert [line.get_label() for line in iops.get_lines()] == [
@@ -272,13 +274,21 @@ def test_timeseries_panels_phases_and_marks(tmp_path: Path):
     assert (iops.get_ylabel(), mbps.get_ylabel(), lat.get_ylabel()) == (
         "I/O per second",
         "MB/s",
-        "Latency (µs)",
+        "I/O latency (µs)",
     )
-    assert lat.get_xlabel() == "Elapsed (s)"
+    assert ops.get_xlabel() == "Elapsed (s)" and ops.get_ylabel() == "SLOBop latency (µs)"
+    # the loop's own median and tail per op type; UPDATEs were not in this series
+    assert [line.get_label() for line in ops.get_lines()] == [
+        "select p50 latency",
+        "select p99 latency",
+        "update + commit p50 latency (not measured)",
+        "update + commit p99 latency (not measured)",
+    ]
+    assert list(ops.get_lines()[1].get_ydata()[19:21]) == [9000.0, 30000.0]
     db_lat = lat.get_lines()[1].get_ydata()
     assert math.isnan(db_lat[10]) and math.isnan(db_lat[11]) and db_lat[12] == 95.0
     # warm-up (0..5 s), tail (38..40 s) and the marked episode, on every panel
-    for ax in (iops, mbps, lat):
+    for ax in (iops, mbps, lat, ops):
         spans = sorted(p.get_x() for p in ax.patches)
         assert spans == [0.0, 20.0, 38.0]
     texts = [t.get_text() for t in iops.texts]

@@ -326,7 +326,7 @@ def test_host_counters_through_the_database(dataset, tmp_path, monkeypatch) -> N
 
 
 def _timeseries(tmp_path: Path) -> list[dict[str, str]]:
-    from openslob.analysis.awrinfo import load_timeseries
+    from openslob.analysis.sustained import load_timeseries
 
     (run_dir,) = (tmp_path / "results").iterdir()
     return [r for r in load_timeseries(run_dir) if r["phase"] == "window"]

@@ -74,6 +74,14 @@ oracle_names_option = click.option(
     help="--timeseries: latency this far above the steady level is degraded.",
 )
 @click.option(
+    "--p99-rise-pct",
+    type=click.FloatRange(0),
+    default=100.0,
+    show_default=True,
+    help="--timeseries: SLOBop p99 (SELECT; UPDATE without SELECTs) this far above the steady "
+    "level is degraded.",
+)
+@click.option(
     "--min-seconds",
     type=click.FloatRange(0),
     default=30.0,
@@ -105,6 +113,7 @@ def analyze(
     awr: bool,
     iops_drop_pct: float,
     latency_rise_pct: float,
+    p99_rise_pct: float,
     min_seconds: float,
     baseline_seconds: float,
     skip_seconds: float,
@@ -126,6 +135,7 @@ def analyze(
     from dataclasses import asdict
 
     from openslob.analysis import awrinfo as an
+    from openslob.analysis import sustained
     from openslob.results.collect import oracle_reports
 
     refs = _find_runs_noting(list(paths), oracle_names)
@@ -139,10 +149,11 @@ def analyze(
     if timeseries:
         reports = []
         for ref in refs:
-            report_ = an.detect_degradation(
-                an.load_timeseries(ref.path),
+            report_ = sustained.detect_degradation(
+                sustained.load_timeseries(ref.path),
                 iops_drop_pct=iops_drop_pct,
                 latency_rise_pct=latency_rise_pct,
+                p99_rise_pct=p99_rise_pct,
                 min_seconds=min_seconds,
                 baseline_seconds=baseline_seconds,
                 skip_seconds=skip_seconds,
@@ -156,7 +167,7 @@ def analyze(
             )
         else:
             for ref, report_ in reports:
-                click.echo(f"{ref.name}: {an.render_degradation(report_)}")
+                click.echo(f"{ref.name}: {sustained.render_degradation(report_)}")
         return
     if events:
         rows = an.event_rows(refs)
@@ -257,7 +268,7 @@ def plot(
       slob plot slob-results/sweep-ssd slob-results/sweep-hdd --kind petal --latency op_p99
       slob plot slob-results/20261122T050000Z-soak --kind timeseries -o soak-plots
     """
-    from openslob.analysis.awrinfo import detect_degradation, load_timeseries
+    from openslob.analysis.sustained import detect_degradation, load_timeseries
     from openslob.report import plots
 
     chosen = tuple(f.strip() for f in formats.split(",") if f.strip())

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from openslob import __version__
-from openslob.analysis.awrinfo import analyze_rows, load_timeseries, plain_columns, render_table
+from openslob.analysis.awrinfo import analyze_rows, plain_columns, render_table
+from openslob.analysis.sustained import detect_degradation, load_timeseries, render_degradation
 from openslob.oracle import awr_rows
 from openslob.report import plots
 from openslob.report.text import render_text
@@ -83,11 +84,15 @@ def run_html(ref: RunRef) -> str:
     body = [_warnings(run), "<h2>Summary (analyze)</h2>", _pre(_summary([ref]))]
     rows = load_timeseries(ref.path)
     if rows:
+        found = detect_degradation(rows)
+        marks = [(e.start_s, e.end_s, e.kind) for e in found.episodes]
+        terms = (run.get("engine") or {}).get("terms")
         body += [
             "<h2>Time series</h2>",
+            _pre(render_degradation(found)),
             _figure(
-                plots.timeseries(rows, terms=(run.get("engine") or {}).get("terms")),
-                "IOPS, MB/s and latency per sampling interval",
+                plots.timeseries(rows, marks=marks, terms=terms),
+                "IOPS, MB/s, I/O latency and SLOBop p50/p99 per sampling interval",
             ),
         ]
     if any(run.get("latency", {}).get(kind) for kind in ("select", "update", "scan")):

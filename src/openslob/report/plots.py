@@ -336,6 +336,13 @@ LATENCY_SERIES = (
     ("device_read_latency_us", "#1f77b4", "-"),
     ("db_read_latency_us", "#2ca02c", "--"),
 )
+# The SLOBops' own latency per interval (the loop's histograms): median and tail per op type.
+OP_LATENCY_SERIES = (
+    ("select_p50_us", "#1f77b4", "-"),
+    ("select_p99_us", "#1f77b4", ":"),
+    ("update_p50_us", "#d62728", "-"),
+    ("update_p99_us", "#d62728", ":"),
+)
 HEADROOM = 1.22
 LABEL_Y = 0.98  # in axes fraction, inside the headroom band
 # With few samples a lone value between gaps would vanish as a line: give it a dot.
@@ -392,15 +399,17 @@ def timeseries(
     marks: Sequence[tuple[float, float, str]] | None = None,
     terms: Mapping[str, str] | None = None,
 ) -> Figure:
-    """IOPS, MB/s and latency over elapsed seconds, warm-up shaded, episodes marked in red."""
-    fig = _new_figure(10, 7.5)
-    axes = fig.subplots(3, 1, sharex=True)
+    """IOPS, MB/s, I/O latency and SLOBop p50/p99 over elapsed seconds, warm-up shaded,
+    episodes marked in red."""
+    fig = _new_figure(10, 9.5)
+    axes = fig.subplots(4, 1, sharex=True)
     fig.suptitle(title or "Time series")
     elapsed = [_num(row.get("elapsed_s")) for row in rows]
     panels = (
         (axes[0], IOPS_SERIES, "I/O per second"),
         (axes[1], MBPS_SERIES, "MB/s"),
-        (axes[2], LATENCY_SERIES, "Latency (µs)"),
+        (axes[2], LATENCY_SERIES, "I/O latency (µs)"),
+        (axes[3], OP_LATENCY_SERIES, "SLOBop latency (µs)"),
     )
     marker = "." if len(rows) <= MARKER_MAX_ROWS else None
     for ax, series, ylabel in panels:
