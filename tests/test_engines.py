@@ -164,6 +164,11 @@ def _intervals_add_up_to_the_window(
         fio_style = [r for r in csv.DictReader(fh) if r["op"] == "select"]
     assert [int(r["count"]) for r in fio_style] == [r["select_count"] for r in rows]
     assert run["client"]["bytes_written"] > 0
+    # a CALL per session per interval, and the time between them measured
+    window = run["window"]
+    assert window["calls"] == sum(s["calls"] for s in run["sessions"]) >= len(rows)
+    assert 0 <= window["call_gap_mean_ms"] <= window["call_gap_max_ms"] < 1000
+    assert 0 <= window["call_gap_pct"] < 10
 
 
 def test_calibrate_reads_the_private_servers_page_size(loaded, base: Path, tmp_path: Path) -> None:

@@ -170,7 +170,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "SAMPLE_INTERVAL", "seconds", 1.0,
-        "Time between samples of database and OS counters (rows of timeseries.csv).",
+        "Length of a sampling interval: each session's CALL ends at its boundary, so every "
+        "interval has its own op latency percentiles and exact I/O (rows of timeseries.csv).",
         RUN_SCOPES, slob=False, minimum=0.1, maximum=60,
     ),
 )  # fmt: skip

@@ -498,6 +498,14 @@ def _sessions(run: dict[str, Any]) -> list[str]:
     )
     if len(sessions) > len(shown):
         lines.append(f"... {len(sessions) - len(shown)} more sessions in run.json")
+    window = run.get("window") or {}
+    if window.get("calls"):
+        step, gap = fmt(run["config"].get("SAMPLE_INTERVAL")), window.get
+        lines.append(
+            f"CALLs: {window['calls']:,} (one per session per {step} s interval); between a "
+            f"session's CALLs: mean {fmt(gap('call_gap_mean_ms'), 2)} ms, max "
+            f"{fmt(gap('call_gap_max_ms'), 2)} ms, {fmt(gap('call_gap_pct'), 3)} % of its time"
+        )
     return lines
 
 

@@ -206,10 +206,32 @@ def _sessions(record: RunRecord, seconds: float | None) -> list[dict[str, Any]]:
                 "mean_us": None if not hist.count else round(hist.mean_us() or 0, 1),
                 "p99_us": None if not hist.count else hist.percentile_us(99),
                 "warmup_ops": (o.warmup or {}).get("ops"),
+                "calls": o.calls,
+                "call_gap_mean_ms": round(o.call_gap_sum_s / (o.calls - 1) * 1000, 3)
+                if o.calls > 1
+                else None,
+                "call_gap_max_ms": round(o.call_gap_max_s * 1000, 3) if o.calls > 1 else None,
                 "error": o.error,
             }
         )
     return out
+
+
+def _call_gaps(record: RunRecord, seconds: float | None) -> dict[str, Any]:
+    """The window's CALLs and the gaps between a session's consecutive ones (the database's
+    clock), as a share of the sessions' time: what one CALL per interval costs."""
+    calls = sum(o.calls for o in record.sessions)
+    gaps = sum(max(o.calls - 1, 0) for o in record.sessions)
+    total = sum(o.call_gap_sum_s for o in record.sessions)
+    busy = seconds * len(record.sessions) if seconds else None
+    return {
+        "calls": calls,
+        "call_gap_mean_ms": round(total / gaps * 1000, 3) if gaps else None,
+        "call_gap_max_ms": round(max(o.call_gap_max_s for o in record.sessions) * 1000, 3)
+        if gaps
+        else None,
+        "call_gap_pct": round(total / busy * 100, 4) if gaps and busy else None,
+    }
 
 
 def _waits(waits: Counter) -> list[dict[str, Any]]:
@@ -381,6 +403,7 @@ def build_run_json(
             "connect_seconds": None
             if record.connect_seconds is None
             else round(record.connect_seconds, 3),
+            **_call_gaps(record, seconds),
         },
         "sessions": _sessions(record, seconds),
         "metrics": metrics,

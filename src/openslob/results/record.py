@@ -19,6 +19,19 @@ class SessionOutcome:
     warmup: dict[str, Any] | None = None
     window: dict[str, Any] | None = None
     error: str | None = None
+    # the window's CALLs (one per interval) and the time between one's end and the next's
+    # start, as the database's clock saw them: the cost of cutting the window into intervals
+    calls: int = 0
+    call_gap_sum_s: float = 0.0
+    call_gap_max_s: float = 0.0
+
+    def add_call(self, result: dict[str, Any], previous_end: float | None) -> None:
+        self.calls += 1
+        began = result.get("began_epoch")
+        if previous_end is not None and began is not None:
+            gap = max(float(began) - previous_end, 0.0)
+            self.call_gap_sum_s += gap
+            self.call_gap_max_s = max(self.call_gap_max_s, gap)
 
 
 @dataclass

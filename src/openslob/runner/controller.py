@@ -388,6 +388,7 @@ class RunController:
             instance = self.instances[outcome.instance]
             backend = instance.backend
             left = loops
+            previous_end = None  # the end of this session's last CALL of the phase
             try:
                 while not self._stopping.is_set():  # stopped: start no further CALL
                     index, until = book.starting(session.id, time.time())
@@ -407,6 +408,8 @@ class RunController:
                     setattr(outcome, name, merge_results(getattr(outcome, name), result))
                     if name == "window":  # the loop's own transactions (released snapshots)
                         instance.record.own_commits += int(result.get("own_commits") or 0)
+                        outcome.add_call(result, previous_end)
+                        previous_end = result.get("ended_epoch")
                     book.close_ready()
                     if loops:
                         left -= int(result.get("ops") or 0)

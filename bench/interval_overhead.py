@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""interval_overhead: SLOBops/s with a CALL per 1 s interval ÷ SLOBops/s with one CALL per window.
+
+Each session's loop ends its CALL at every sampling interval's boundary and the client sends
+the next at once (per-interval histograms and exact interval I/O). What that costs is the
+gap between a session's CALLs and the work of ending and starting one. Both ways run on the
+same data set, alternated (A B A B ...) so the disk's drift does not look like a difference;
+each pair gives one ratio. Also printed: the CALL gap the database's clock saw (run.json
+window.call_gap_*). The default profile keeps the data set in shared_buffers ("lio"): the
+ops are then short and CPU-bound, the worst case for a per-interval cost. Reads only by
+default: at thousands of UPDATEs a second every row is rewritten several times a second and
+the table outgrows its layout (the run then warns, and the next one refuses it), which would
+make the later runs of the alternation measure a different table.
+Goal: ratio >= 0.99 at 2 and 64 sessions.
+
+    python bench/interval_overhead.py --sessions 2,64 --seconds 20 --repeats 3
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from pathlib import Path
+
+from _common import Bench, ints, parse_args, spread
+
+from openslob.runner.execute import execute, prepare
+
+LONG_INTERVAL_S = 60.0  # the option's maximum: with RUN_TIME <= 60 one CALL per window
+
+
+def main() -> None:
+    args = parse_args(
+        __doc__,
+        {"sessions": "2,64", "seconds": 20.0, "repeats": 3, "profile": "lio", "update_pct": 0},
+        {"sessions": "2", "seconds": 2.0, "repeats": 1},
+    )
+    if args.seconds > LONG_INTERVAL_S:
+        raise SystemExit(f"--seconds: at most {LONG_INTERVAL_S:g} (one CALL per window)")
+    bench = Bench(args.data_dir, args.profile)
+    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 0, "WARMUP": 2}
+    data["UPDATE_PCT"] = args.update_pct
+    results = Path(tempfile.mkdtemp(prefix="interval-overhead-"))
+    try:
+        for n in ints(args.sessions):
+            ops: dict[float, list[float]] = {1.0: [], LONG_INTERVAL_S: []}
+            gaps_ms, gap_pct = [], []
+            for i in range(args.repeats):
+                for step in ops:  # alternated: A B A B ...
+                    config = bench.config(
+                        **data, SESSIONS=n, RUN_TIME=args.seconds, SAMPLE_INTERVAL=step
+                    )
+                    prepared = prepare(config, target=None, data_dir=bench.server.data_dir)
+                    try:
+                        run = execute(prepared, config, results / f"n{n}-{step:g}-{i}")
+                    finally:
+                        prepared.release()
+                    ops[step].append(run["metrics"]["slobops_per_s"])
+                    window = run["window"]
+                    if step == 1.0 and window.get("call_gap_mean_ms") is not None:
+                        gaps_ms.append(window["call_gap_mean_ms"])
+                        gap_pct.append(window["call_gap_pct"])
+            ratios = [a / b for a, b in zip(ops[1.0], ops[LONG_INTERVAL_S], strict=True) if b]
+            print(
+                f"interval_overhead: {n:>3} sessions ({args.profile})  "
+                f"1 s intervals {spread(ops[1.0], 1)} ops/s  "
+                f"one CALL {spread(ops[LONG_INTERVAL_S], 1)} ops/s  "
+                f"ratio {spread(ratios, 3)}   goal >= 0.99"
+            )
+            print(
+                f"interval_overhead: {n:>3} sessions  CALL gap mean {spread(gaps_ms, 2)} ms  "
+                f"= {spread(gap_pct, 3)} % of the sessions' time"
+                + (f"  (median ratio {statistics.median(ratios):.3f})" if ratios else "")
+            )
+    finally:
+        bench.close()
+
+
+if __name__ == "__main__":
+    main()
