@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.progress import (
@@ -39,6 +42,32 @@ from openslob.runner import sweep as harness
 from openslob.runner.execute import run_benchmark
 from openslob.runner.progress import ProgressEvery
 from openslob.runner.targets import target_strings
+
+if TYPE_CHECKING:
+    from openslob.results.openmetrics import OpenMetricsExporter
+
+
+class IpAddress(click.ParamType):
+    """An IPv4 or IPv6 address, checked before anything starts (no names: no lookups)."""
+
+    name = "address"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return str(ipaddress.ip_address(str(value)))
+        except ValueError:
+            self.fail(f"{value!r} is not an IP address (e.g. 127.0.0.1, ::1, 0.0.0.0)", param, ctx)
+
+
+def _check_textfile(_ctx: click.Context, _param: click.Parameter, value: Path | None) -> Any:
+    if value is not None:
+        from openslob.results.openmetrics import textfile_problem
+
+        problem = textfile_problem(value)
+        if problem:
+            raise click.BadParameter(problem)
+    return value
+
 
 results_dir_option = click.option(
     "--results-dir",
@@ -75,6 +104,32 @@ results_dir_option = click.option(
     "percentiles from the merged histograms), like pgbench -P. Default: one per sampling "
     "interval. Lines go to stderr, also when it is not a terminal.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    metavar="PORT",
+    help="Serve live metrics (OpenMetrics / Prometheus text) at http://ADDR:PORT/metrics "
+    "during the run: the latest interval's figures, op latency, ops counters (README: Live "
+    "metrics).",
+)
+@click.option(
+    "--metrics-address",
+    type=IpAddress(),
+    default=None,
+    metavar="ADDR",
+    help="Address --metrics-port listens on (default 127.0.0.1, this host only; 0.0.0.0 or "
+    ":: for every interface).",
+)
+@click.option(
+    "--metrics-textfile",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    callback=_check_textfile,
+    metavar="FILE.prom",
+    help="Rewrite this file each sampling interval with the same metrics, for node_exporter's "
+    "textfile collector (written beside it, then renamed).",
+)
 @target_option
 @data_dir_option
 @friendly_errors
@@ -86,6 +141,9 @@ def run(
     calibrate: bool,
     calibrate_dir: Path | None,
     progress_interval: float | None,
+    metrics_port: int | None,
+    metrics_address: str | None,
+    metrics_textfile: Path | None,
     **params: Any,
 ) -> None:
     """Run the SLOB work loop and write run.json, report.txt and timeseries.csv.
@@ -101,52 +159,76 @@ def run(
       slob run --sessions 8 --update-pct 0 --run-time 30 --label readonly
       slob run --schemas 4 --threads-per-schema 2 --run-time 30
       nohup slob run --run-time 2h --sample-interval 10 --progress-interval 60 > run.log 2>&1 &
+      slob run --run-time 2h --metrics-port 9464   # Prometheus scrapes 127.0.0.1:9464
     """
+    if metrics_address is not None and metrics_port is None:
+        raise click.BadOptionUsage("metrics_address", "--metrics-address needs --metrics-port")
     config = config_from_click(params, "run")
     target_strings(targets, config)  # a bad combination fails here, before anything else
     check_results_place(results_dir, label)
-    print_config_messages(config)
-    sessions = config.session_count
-    loops = config["WORK_LOOP"]
-    span = f"{loops:,} SLOBops per session" if loops else f"{config['RUN_TIME']:g} s"
-    err.print(
-        f"run: {sessions} sessions, UPDATE_PCT={config['UPDATE_PCT']}, "
-        f"warm-up {config['WARMUP']:g} s, window {span}",
-        highlight=False,
-    )
-
-    def progress(row: dict[str, Any]) -> None:
-        # On a terminal the line is rewritten in place; in a log (nohup, CI) each is a line.
+    # The metrics port is bound (or refused, in one line) before anything is printed or touched.
+    with live_metrics(metrics_port, metrics_address, metrics_textfile) as exporters:
+        print_config_messages(config)
+        sessions = config.session_count
+        loops = config["WORK_LOOP"]
+        span = f"{loops:,} SLOBops per session" if loops else f"{config['RUN_TIME']:g} s"
         err.print(
-            progress_line(row),
+            f"run: {sessions} sessions, UPDATE_PCT={config['UPDATE_PCT']}, "
+            f"warm-up {config['WARMUP']:g} s, window {span}",
             highlight=False,
-            soft_wrap=True,
-            end="\r" if err.is_terminal else "\n",
         )
+        for exporter in exporters:
+            if exporter.url:
+                notice(f"live metrics: {exporter.url}")
 
-    every = progress_interval if progress_interval is not None else 0.0
+        def progress(row: dict[str, Any]) -> None:
+            # On a terminal the line is rewritten in place; in a log (nohup, CI) each is a line.
+            err.print(
+                progress_line(row),
+                highlight=False,
+                soft_wrap=True,
+                end="\r" if err.is_terminal else "\n",
+            )
 
-    try:
-        run_dir, result = run_benchmark(
-            config,
-            target=targets,
-            data_dir=data_dir,
-            results_parent=results_dir,
-            label=label,
-            notice=notice,
-            calibrate=calibrate,
-            calibrate_dir=calibrate_dir,
-            render=render_text,
-            sinks=[ProgressEvery(every, progress)],
-        )
-    except NotSaved as exc:  # a full disk: the report is all that is left of the run
-        out.print(exc.report, highlight=False, markup=False, end="")
-        raise
+        every = progress_interval if progress_interval is not None else 0.0
+        try:
+            run_dir, result = run_benchmark(
+                config,
+                target=targets,
+                data_dir=data_dir,
+                results_parent=results_dir,
+                label=label,
+                notice=notice,
+                calibrate=calibrate,
+                calibrate_dir=calibrate_dir,
+                render=render_text,
+                sinks=[ProgressEvery(every, progress), *exporters],
+            )
+        except NotSaved as exc:  # a full disk: the report is all that is left of the run
+            out.print(exc.report, highlight=False, markup=False, end="")
+            raise
     out.print((run_dir / "report.txt").read_text(), highlight=False, markup=False, end="")
     out.print(f"results: {run_dir}", highlight=False)
     if result["status"] != "complete":
         err.print(f"run {result['status']}: {result.get('error')}", highlight=False)
         sys.exit(exit_code(result))
+
+
+@contextlib.contextmanager
+def live_metrics(
+    port: int | None, address: str | None, textfile: Path | None
+) -> Iterator[list[OpenMetricsExporter]]:
+    """The exporter the --metrics-* options ask for (none: []), serving until the block ends."""
+    if port is None and textfile is None:
+        yield []
+        return
+    from openslob.results.openmetrics import DEFAULT_ADDRESS, OpenMetricsExporter
+
+    exporter = OpenMetricsExporter(
+        port=port, address=address or DEFAULT_ADDRESS, textfile=textfile, notice=notice
+    )
+    with exporter:
+        yield [exporter]
 
 
 def progress_line(row: dict[str, Any]) -> str:

@@ -178,6 +178,7 @@ def execute(
     )
     for _, _, notes in parts:
         controller.record.notes.extend(n for n in notes if n not in controller.record.notes)
+    begin_sinks(sinks, run_dir, [info.engine for _, info, _ in parts])
     try:
         record = controller.run()
     finally:
@@ -244,6 +245,25 @@ def client_writes(written: int, run: dict[str, Any]) -> dict[str, Any]:
     device_bytes = device_mb_s * 2**20 * seconds if device_mb_s and seconds else None
     share = round(100 * written / device_bytes, 4) if device_bytes else None
     return {"bytes_written": written, "pct_of_device_writes": share}
+
+
+def begin_sinks(sinks: Sequence[Sink], run_dir: Path, engines: list[dict[str, Any]]) -> None:
+    """Tell the sinks that have a `begin` (the metrics exporter) which run this is: its
+    directory's name, its engine(s) and their terms (a multi-instance run may mix versions)."""
+
+    def distinct(key: str) -> str:
+        return ",".join(dict.fromkeys(str(e.get(key) or "") for e in engines))
+
+    run = {
+        "run": run_dir.name,
+        "engine": distinct("name"),
+        "engine_version": distinct("version"),
+        "terms": dict(registry.plugin(engines[0].get("name")).capabilities.terms),
+    }
+    for sink in sinks:
+        begin = getattr(sink, "begin", None)
+        if begin is not None:
+            begin(run)
 
 
 def calibration(
