@@ -9,6 +9,7 @@ through the same write path (Python ignores SIGXFSZ, so write() returns the erro
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
@@ -143,3 +144,14 @@ def test_plots_and_html_on_a_full_disk_leave_no_truncated_file(
     )
     assert code == 1 and stderr.strip() == f"slob: error: {html}: {disk.full_error}"
     assert not html.exists() and not leftovers(disk.path)
+
+
+def test_run_json_keeps_the_interval_table_one_row_per_line() -> None:
+    """An 8 h run at 1 s intervals: 28,800 rows, each one line, and the file still JSON."""
+    from openslob.results.rundir import run_text
+
+    rows = [[i, 1.0, 300.5, None] for i in range(28_800)]
+    run = {"status": "complete", "intervals": {"columns": ["i", "s", "ops", "p99"], "rows": rows}}
+    text = run_text(run)
+    assert json.loads(text) == run
+    assert len(text.splitlines()) < 28_800 + 20

@@ -107,11 +107,25 @@ def write_atomic(
     return path
 
 
+def run_text(run: dict[str, Any]) -> str:
+    """run.json's text: indented, but the per-interval table one row per line (an 8 h run at
+    1 s intervals has 28,800 rows; a number per line would make it ten times longer)."""
+    table = run.get("intervals")
+    if not isinstance(table, dict) or not table.get("rows"):
+        return json.dumps(run, indent=2, default=str) + "\n"
+    marker = "@@intervals@@"
+    text = json.dumps({**run, "intervals": marker}, indent=2, default=str)
+    head = {k: v for k, v in table.items() if k != "rows"}
+    rows = ",\n    ".join(json.dumps(row, default=str) for row in table["rows"])
+    compact = json.dumps(head, default=str)[:-1] + f', "rows": [\n    {rows}\n  ]}}'
+    return text.replace(json.dumps(marker), compact, 1) + "\n"
+
+
 def write_run(path: Path, run: dict[str, Any], report: str = "", *, sync: bool = True) -> int:
     """run.json and report.txt (when given), each written whole or not at all (the time
     series was written as the run went: results/stream.py); the bytes written. Every file
     is tried; then NotSaved names those that failed."""
-    files = {RUN_FILE: json.dumps(run, indent=2, default=str) + "\n"}
+    files = {RUN_FILE: run_text(run)}
     if report:
         files["report.txt"] = report
     failed = []
