@@ -214,7 +214,7 @@ class Checkpoint:
     """The window so far as a provisional run.json (status "interrupted"): a client killed
     after hours leaves valid results of every interval up to its last checkpoint (every
     CHECKPOINT_EVERY_S; timeseries.csv has every interval). Written compact and without
-    fsync: our own I/O in the window stays ~100 KB of page-cache writes per checkpoint."""
+    fsync: our own I/O in the window stays page-cache writes, ~100 KB per checkpoint."""
 
     def __init__(
         self, run_dir: Path, config: Config, infos: list[InstanceInfo], label: str | None

@@ -25,7 +25,7 @@ from openslob.runner.timeseries import InstanceView, build_row, figure_keys
 WAIT_SAMPLE_HZ = 10
 # How often the window so far is saved as a provisional run.json (a kill -9 keeps it), unless
 # the checkpoint says otherwise (its `every_s`).
-CHECKPOINT_EVERY_S = 30.0
+CHECKPOINT_EVERY_S = 10.0
 # What receives each row: the time series file, the progress line, the exporters. A sink
 # may also have `begin(run)` (execute.begin_sinks: the run's name and engine, before the
 # run) and `flush()` (after its last row).
