@@ -2,15 +2,19 @@
 """interval_overhead: SLOBops/s with a CALL per 1 s interval ÷ SLOBops/s with one CALL per window.
 
 Each session's loop ends its CALL at every sampling interval's boundary and the client sends
-the next at once (per-interval histograms and exact interval I/O). What that costs is the
-gap between a session's CALLs and the work of ending and starting one. Both ways run on the
-same data set, alternated (A B A B ...) so the disk's drift does not look like a difference;
-each pair gives one ratio. Also printed: the CALL gap the database's clock saw (run.json
-window.call_gap_*). The default profile keeps the data set in shared_buffers ("lio"): the
-ops are then short and CPU-bound, the worst case for a per-interval cost. Reads only by
-default: at thousands of UPDATEs a second every row is rewritten several times a second and
-the table outgrows its layout (the run then warns, and the next one refuses it), which would
-make the later runs of the alternation measure a different table.
+the next at once (per-interval histograms and exact interval I/O). What that costs: the gap
+between a session's CALLs, and the CPU the server's monitors and the client spend on each
+interval. Both ways run on the same data set, alternated (A B A B ...) so the disk's drift
+does not look like a difference; each pair gives one ratio.
+
+Throughput ratios need a quiet host. The CPU per SLOBop (the server processes' CPU, run.json
+db_cpu_s, plus this process's own, which is the client) says the same with less noise from
+other load. Also printed: the CALL gap the database's clock saw (run.json window.call_gap_*).
+
+The default profile keeps the data set in shared_buffers ("lio"): the ops are then short and
+CPU-bound, the worst case for a per-interval cost. Reads only by default: at thousands of
+UPDATEs a second every row is rewritten several times a second and the table outgrows its
+layout (the run warns, the next one refuses it), so later runs would measure another table.
 Goal: ratio >= 0.99 at 2 and 64 sessions.
 
     python bench/interval_overhead.py --sessions 2,64 --seconds 20 --repeats 3
@@ -18,6 +22,7 @@ Goal: ratio >= 0.99 at 2 and 64 sessions.
 
 from __future__ import annotations
 
+import resource
 import statistics
 import tempfile
 from pathlib import Path
@@ -27,6 +32,12 @@ from _common import Bench, ints, parse_args, spread
 from openslob.runner.execute import execute, prepare
 
 LONG_INTERVAL_S = 60.0  # the option's maximum: with RUN_TIME <= 60 one CALL per window
+
+
+def client_cpu_s() -> float:
+    """CPU seconds of this process: the client of the runs (execute runs in-process)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -44,6 +55,7 @@ def main() -> None:
     try:
         for n in ints(args.sessions):
             ops: dict[float, list[float]] = {1.0: [], LONG_INTERVAL_S: []}
+            cpu_us: dict[float, list[float]] = {1.0: [], LONG_INTERVAL_S: []}
             gaps_ms, gap_pct = [], []
             for i in range(args.repeats):
                 for step in ops:  # alternated: A B A B ...
@@ -51,11 +63,17 @@ def main() -> None:
                         **data, SESSIONS=n, RUN_TIME=args.seconds, SAMPLE_INTERVAL=step
                     )
                     prepared = prepare(config, target=None, data_dir=bench.server.data_dir)
+                    before = client_cpu_s()
                     try:
                         run = execute(prepared, config, results / f"n{n}-{step:g}-{i}")
                     finally:
                         prepared.release()
+                    client = client_cpu_s() - before
                     ops[step].append(run["metrics"]["slobops_per_s"])
+                    server = run["metrics"].get("db_cpu_s")
+                    done = run["metrics"]["slobops_per_s"] * run["window"]["seconds"]
+                    if server is not None and done:
+                        cpu_us[step].append((server + client) / done * 1e6)
                     window = run["window"]
                     if step == 1.0 and window.get("call_gap_mean_ms") is not None:
                         gaps_ms.append(window["call_gap_mean_ms"])
@@ -66,6 +84,14 @@ def main() -> None:
                 f"1 s intervals {spread(ops[1.0], 1)} ops/s  "
                 f"one CALL {spread(ops[LONG_INTERVAL_S], 1)} ops/s  "
                 f"ratio {spread(ratios, 3)}   goal >= 0.99"
+            )
+            cpu_ratios = [
+                b / a for a, b in zip(cpu_us[1.0], cpu_us[LONG_INTERVAL_S], strict=True) if a
+            ]
+            print(
+                f"interval_overhead: {n:>3} sessions  CPU per SLOBop 1 s intervals "
+                f"{spread(cpu_us[1.0], 1)} us  one CALL {spread(cpu_us[LONG_INTERVAL_S], 1)} us  "
+                f"ratio (one CALL / 1 s) {spread(cpu_ratios, 3)}   goal >= 0.99"
             )
             print(
                 f"interval_overhead: {n:>3} sessions  CALL gap mean {spread(gaps_ms, 2)} ms  "
