@@ -16,6 +16,11 @@ mean of means); "mean" is a share of one host's capacity (averaged over hosts); 
 adds the instances' shares within a host, then averages over hosts; "ratio" is computed from
 the totals; "same" is kept only when every part agrees. `host` figures (devices, CPU, pressure)
 count once per host however many instances it serves.
+
+`better` says which way is an improvement when two runs are compared (`slob compare`):
+"higher" (throughput), "lower" (latency, CPU per op) or None (a share, a count that the
+workload sets). DERIVED figures are not stored in run.json: readers compute them from it
+(analysis/figures.py), the table gives them their unit, label and direction like the others.
 """
 
 from __future__ import annotations
@@ -48,13 +53,14 @@ class Metric:
     digits: int = 1
     source: str = "database"  # loop | database | server | live | host | engine
     brief: str = ""  # its name on the progress line ("": not shown there; needs live)
+    better: str | None = None  # "higher" | "lower" | None: the direction of an improvement
 
     def label_for(self, terms: Mapping[str, str] | None = None) -> str:
         return self.label.format_map({**DEFAULT_TERMS, **(terms or {})})
 
 
 def _loop(key: str, label: str, **kw: Any) -> Metric:
-    return Metric(key, "ops/s", label, live=True, source="loop", **kw)
+    return Metric(key, "ops/s", label, live=True, source="loop", better="higher", **kw)
 
 
 def _host(key: str, unit: str, label: str, **kw: Any) -> Metric:
@@ -77,13 +83,35 @@ LOOP = (
 )
 
 DATABASE = (
-    Metric("lio_per_s", "blocks/s", "Logical reads (blocks)", short="LIO/s", live=True, digits=0),
-    Metric("pio_reads_per_s", "reads/s", "Physical reads ({db_io})", short="PREADS/s", digits=0),
-    Metric("pio_read_mb_per_s", "MB/s", "Physical read MB/s", short="READ_MB/s"),
     Metric(
-        "pio_writes_per_s", "writes/s", "Physical writes ({db_io})", short="PWRITES/s", digits=0
+        "lio_per_s",
+        "blocks/s",
+        "Logical reads (blocks)",
+        short="LIO/s",
+        live=True,
+        digits=0,
+        better="higher",
     ),
-    Metric("pio_write_mb_per_s", "MB/s", "Physical write MB/s", short="WRITE_MB/s"),
+    Metric(
+        "pio_reads_per_s",
+        "reads/s",
+        "Physical reads ({db_io})",
+        short="PREADS/s",
+        digits=0,
+        better="higher",
+    ),
+    Metric("pio_read_mb_per_s", "MB/s", "Physical read MB/s", short="READ_MB/s", better="higher"),
+    Metric(
+        "pio_writes_per_s",
+        "writes/s",
+        "Physical writes ({db_io})",
+        short="PWRITES/s",
+        digits=0,
+        better="higher",
+    ),
+    Metric(
+        "pio_write_mb_per_s", "MB/s", "Physical write MB/s", short="WRITE_MB/s", better="higher"
+    ),
     Metric(
         "db_read_latency_us",
         "µs",
@@ -93,6 +121,7 @@ DATABASE = (
         weight="pio_reads_per_s",
         live=True,
         brief="db read us",
+        better="lower",
     ),
     Metric(
         "db_write_latency_us",
@@ -100,8 +129,17 @@ DATABASE = (
         "DB write latency",
         combine="weighted",
         weight="pio_writes_per_s",
+        better="lower",
     ),
-    Metric("wal_mb_per_s", "MB/s", "{log} MB/s", short="REDO_MB/s", live=True, digits=2),
+    Metric(
+        "wal_mb_per_s",
+        "MB/s",
+        "{log} MB/s",
+        short="REDO_MB/s",
+        live=True,
+        digits=2,
+        better="higher",
+    ),
     Metric("wal_records_per_s", "records/s", "{log} records"),
     Metric("wal_fpi_per_s", "images/s", "{log} full-page images"),
     Metric("wal_writes_per_s", "writes/s", "{log} writes"),
@@ -113,8 +151,9 @@ DATABASE = (
         short="WAL_SYNC_US",
         combine="weighted",
         weight="wal_syncs_per_s",
+        better="lower",
     ),
-    Metric("commits_per_s", "commits/s", "Commits", live=True),
+    Metric("commits_per_s", "commits/s", "Commits", live=True, better="higher"),
     Metric("rollbacks_per_s", "rollbacks/s", "Rollbacks"),
     Metric("db_time_s", "s", "DB time (active sessions)", short="DB TIME"),
     Metric("temp_mb", "MB", "Temporary files MB"),
@@ -126,10 +165,35 @@ DATABASE = (
 LIVE = (Metric("db_reads_per_s", "reads/s", "DB reads (live)", live=True, digits=0, source="live"),)
 
 HOST = (
-    _host("device_reads_per_s", "reads/s", "Device reads", live=True, digits=0, brief="dev r/s"),
-    _host("device_writes_per_s", "writes/s", "Device writes", live=True, digits=0, brief="w/s"),
-    _host("device_read_mb_per_s", "MB/s", "Device read MB/s", live=True, brief="MB/s r"),
-    _host("device_write_mb_per_s", "MB/s", "Device write MB/s", live=True, brief="w"),
+    _host(
+        "device_reads_per_s",
+        "reads/s",
+        "Device reads",
+        live=True,
+        digits=0,
+        brief="dev r/s",
+        better="higher",
+    ),
+    _host(
+        "device_writes_per_s",
+        "writes/s",
+        "Device writes",
+        live=True,
+        digits=0,
+        brief="w/s",
+        better="higher",
+    ),
+    _host(
+        "device_read_mb_per_s",
+        "MB/s",
+        "Device read MB/s",
+        live=True,
+        brief="MB/s r",
+        better="higher",
+    ),
+    _host(
+        "device_write_mb_per_s", "MB/s", "Device write MB/s", live=True, brief="w", better="higher"
+    ),
     _host(
         "device_read_latency_us",
         "µs",
@@ -139,6 +203,7 @@ HOST = (
         live=True,
         combine="weighted",
         weight="device_reads_per_s",
+        better="lower",
     ),
     _host(
         "device_write_latency_us",
@@ -147,6 +212,7 @@ HOST = (
         live=True,
         combine="weighted",
         weight="device_writes_per_s",
+        better="lower",
     ),
     _host(
         "device_avg_read_kb",
@@ -171,6 +237,7 @@ HOST = (
         "Device flush latency",
         combine="weighted",
         weight="device_flushes_per_s",
+        better="lower",
     ),
     _host("cpu_user_pct", "%", "CPU user", live=True, combine="mean", brief="cpu usr %"),
     _host("cpu_sys_pct", "%", "CPU sys", live=True, combine="mean", brief="sys %"),
@@ -187,7 +254,37 @@ HOST = (
     _host("psi_memory_full_pct", "%", "PSI memory full", combine="mean"),
 )
 
-CORE: tuple[Metric, ...] = (*LOOP, *DATABASE, *LIVE, *HOST)
+# Computed by readers from a run.json (analysis/figures.py), never stored in it.
+DERIVED = (
+    Metric(
+        "op_p50_us",
+        "µs",
+        "SLOBop latency p50 (all op types)",
+        short="OP_P50_US",
+        digits=0,
+        source="derived",
+        better="lower",
+    ),
+    Metric(
+        "op_p99_us",
+        "µs",
+        "SLOBop latency p99 (all op types)",
+        short="OP_P99_US",
+        digits=0,
+        source="derived",
+        better="lower",
+    ),
+    Metric(
+        "db_cpu_us_per_op",
+        "µs",
+        "DB CPU per SLOBop",
+        short="CPU_US/OP",
+        source="derived",
+        better="lower",
+    ),
+)
+
+CORE: tuple[Metric, ...] = (*LOOP, *DATABASE, *LIVE, *HOST, *DERIVED)
 
 
 class MetricTable(Mapping[str, Metric]):
