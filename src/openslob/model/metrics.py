@@ -19,7 +19,9 @@ count once per host however many instances it serves.
 
 `better` says which way is an improvement when two runs are compared (`slob compare`):
 "higher" (throughput), "lower" (latency, CPU per op) or None (a share, a count that the
-workload sets). DERIVED figures are not stored in run.json: readers compute them from it
+workload sets); `compared` puts a figure in the default set slob compare reports (the
+issue's list: throughput, MB/s, logical reads, DB and device read latency, op p50/p99, WAL,
+CPU per op). DERIVED figures are not stored in run.json: readers compute them from it
 (analysis/figures.py), the table gives them their unit, label and direction like the others.
 """
 
@@ -54,6 +56,7 @@ class Metric:
     source: str = "database"  # loop | database | server | live | host | engine
     brief: str = ""  # its name on the progress line ("": not shown there; needs live)
     better: str | None = None  # "higher" | "lower" | None: the direction of an improvement
+    compared: bool = False  # in `slob compare`'s default set (its --metric picks others)
 
     def label_for(self, terms: Mapping[str, str] | None = None) -> str:
         return self.label.format_map({**DEFAULT_TERMS, **(terms or {})})
@@ -68,7 +71,7 @@ def _host(key: str, unit: str, label: str, **kw: Any) -> Metric:
 
 
 LOOP = (
-    _loop("slobops_per_s", "SLOBops", short="EXECUTES/s", brief="ops/s"),
+    _loop("slobops_per_s", "SLOBops", short="EXECUTES/s", brief="ops/s", compared=True),
     _loop("selects_per_s", "SELECT ops"),
     _loop("updates_per_s", "UPDATE ops (each commits)"),
     _loop("scans_per_s", "SCAN ops"),
@@ -91,6 +94,7 @@ DATABASE = (
         live=True,
         digits=0,
         better="higher",
+        compared=True,
     ),
     Metric(
         "pio_reads_per_s",
@@ -99,8 +103,16 @@ DATABASE = (
         short="PREADS/s",
         digits=0,
         better="higher",
+        compared=True,
     ),
-    Metric("pio_read_mb_per_s", "MB/s", "Physical read MB/s", short="READ_MB/s", better="higher"),
+    Metric(
+        "pio_read_mb_per_s",
+        "MB/s",
+        "Physical read MB/s",
+        short="READ_MB/s",
+        better="higher",
+        compared=True,
+    ),
     Metric(
         "pio_writes_per_s",
         "writes/s",
@@ -108,9 +120,15 @@ DATABASE = (
         short="PWRITES/s",
         digits=0,
         better="higher",
+        compared=True,
     ),
     Metric(
-        "pio_write_mb_per_s", "MB/s", "Physical write MB/s", short="WRITE_MB/s", better="higher"
+        "pio_write_mb_per_s",
+        "MB/s",
+        "Physical write MB/s",
+        short="WRITE_MB/s",
+        better="higher",
+        compared=True,
     ),
     Metric(
         "db_read_latency_us",
@@ -122,6 +140,7 @@ DATABASE = (
         live=True,
         brief="db read us",
         better="lower",
+        compared=True,
     ),
     Metric(
         "db_write_latency_us",
@@ -139,6 +158,7 @@ DATABASE = (
         live=True,
         digits=2,
         better="higher",
+        compared=True,
     ),
     Metric("wal_records_per_s", "records/s", "{log} records"),
     Metric("wal_fpi_per_s", "images/s", "{log} full-page images"),
@@ -204,6 +224,7 @@ HOST = (
         combine="weighted",
         weight="device_reads_per_s",
         better="lower",
+        compared=True,
     ),
     _host(
         "device_write_latency_us",
@@ -264,6 +285,7 @@ DERIVED = (
         digits=0,
         source="derived",
         better="lower",
+        compared=True,
     ),
     Metric(
         "op_p99_us",
@@ -273,6 +295,7 @@ DERIVED = (
         digits=0,
         source="derived",
         better="lower",
+        compared=True,
     ),
     Metric(
         "db_cpu_us_per_op",
@@ -281,6 +304,7 @@ DERIVED = (
         short="CPU_US/OP",
         source="derived",
         better="lower",
+        compared=True,
     ),
 )
 
