@@ -24,12 +24,11 @@ from typing import Any
 
 from openslob.analysis.awrinfo import COLUMNS, Column, analyze_row, render_table
 from openslob.analysis.figures import value
-from openslob.analysis.stats import Spread, spread
+from openslob.analysis.stats import Spread, range_text, spread
 from openslob.model.metrics import METRICS
 from openslob.results.collect import RunRef
 from openslob.results.rundir import write_atomic
 
-NA = "n/a"
 DEFAULT_MAX_CV_PCT = 10.0  # `slob analyze --max-cv`: a point noisier than this is flagged
 SUMMARY_FIELDS = ("sweep", "point", "figure", "unit", "n", "median", "min", "max", "cv_pct")
 
@@ -133,15 +132,6 @@ def render_summary_json(points: Sequence[PointRuns]) -> str:
 # --- the analyze table, one row per point ----------------------------------------------------
 
 
-def _range_cell(column: Column, stats: Spread) -> str:
-    if stats.median is None:
-        return NA
-    median, low, high = (column.cell(v) for v in (stats.median, stats.min, stats.max))
-    if stats.n < 2 or low == high:  # the runs agree to the digits shown
-        return median
-    return f"{median} ({low}–{high})"
-
-
 def spread_flags(point: PointRuns, max_cv_pct: float) -> list[str]:
     """The figures of the table whose CV exceeds the limit: 'PREADS/s 23%'."""
     flags = []
@@ -165,7 +155,7 @@ def point_row(point: PointRuns, max_cv_pct: float) -> dict[str, str]:
         elif column.key == "repeat":
             continue
         elif column.digits is not None and numbers:
-            cells[column.key] = _range_cell(column, spread(numbers))
+            cells[column.key] = range_text(spread(numbers), column.cell)
         else:
             known = list(dict.fromkeys(str(v) for v in values if v is not None))
             cells[column.key] = ", ".join(known) if known else column.missing

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -51,6 +51,17 @@ class Spread:
             "max": self.max,
             "cv_pct": self.cv_pct,
         }
+
+
+def range_text(stats: Spread, number: Callable[[float], str], missing: str = "n/a") -> str:
+    """ "median (min–max)" as analyze and compare print it; the median alone for one run, or
+    when the runs agree to the digits `number` shows."""
+    if stats.median is None or stats.min is None or stats.max is None:
+        return missing
+    median, low, high = number(stats.median), number(stats.min), number(stats.max)
+    if stats.n < 2 or low == high:
+        return median
+    return f"{median} ({low}–{high})"
 
 
 def spread(values: Sequence[float | None]) -> Spread:
