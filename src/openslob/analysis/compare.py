@@ -16,8 +16,14 @@ the sweep point they belong to (a page size, say). Runs of one point are its rep
    the change of the medians in %, and with 2 or more runs on each side the interval of
    stats.ratio_interval and a verdict: "better" / "worse" when the interval excludes no
    change (by the metrics table's `better`; "higher" / "lower" for a figure without a
-   direction), "within noise" when it includes it, "no noise estimate" with one run on a
-   side, "n/a" when a side did not measure the figure or its base median is 0.
+   direction), "within noise" when it includes it, NO_REPEATS with one run on a side (its
+   change is printed, but nothing tells it from noise; ONE_MEASURED when the side has
+   repeats but only one measured the figure), "n/a" when a side did not measure
+   the figure, "n/a (base 0)" when the base median is 0 (no ratio), "n/a (a base run is
+   0)" when the interval's pairwise ratios cannot be formed, SAME when every run of both
+   sides measured exactly 0 (no interval: there is no noise to bound).
+
+The figures compared by default are the metrics table's rows marked `compared`.
 """
 
 from __future__ import annotations
@@ -40,28 +46,23 @@ from openslob.analysis.figures import (
 from openslob.analysis.stats import METHOD, Interval, Spread, ratio_interval, spread
 from openslob.config.options import OPTIONS_BY_NAME
 from openslob.model.errors import ConfigError
+from openslob.model.metrics import METRICS
 from openslob.results.collect import RunRef, find_runs
 
-# The figures compared unless others are asked for: the issue's list (throughput, MB/s,
-# logical reads, the three latency layers, WAL, CPU per op).
-DEFAULT_FIGURES = (
-    "slobops_per_s",
-    "pio_reads_per_s",
-    "pio_writes_per_s",
-    "pio_read_mb_per_s",
-    "pio_write_mb_per_s",
-    "lio_per_s",
-    "db_read_latency_us",
-    "device_read_latency_us",
-    "op_p50_us",
-    "op_p99_us",
-    "wal_mb_per_s",
-    "db_cpu_us_per_op",
-)
+NO_REPEATS = "no repeats: cannot separate from noise"
+# Repeats ran, but only one of a side's runs measured the figure (reads of a cached run)
+ONE_MEASURED = "one run measured it: cannot separate from noise"
+SAME = "same: 0 on every run"
 WORKLOAD_KEYS = frozenset((*WORKLOAD_OPTIONS, SESSIONS_KEY))
 # SLOB's own coordinates of a point, shown when no key varies between the points.
 POINT_KEYS = ("UPDATE_PCT", SESSIONS_KEY)
 NOT_RECORDED = "(not recorded)"
+
+
+def default_figures() -> tuple[str, ...]:
+    """The figures compared unless others are asked for (read when asked: engines may add
+    rows to the table)."""
+    return METRICS.keys_where(compared=True)
 
 
 @dataclass
@@ -254,17 +255,36 @@ def _pct(ratio: float | None) -> float | None:
     return None if ratio is None else (ratio - 1) * 100
 
 
-def verdict(better: str | None, interval: Interval | None, measured: bool, ratio: Any) -> str:
-    if not measured or ratio is None:
+def verdict(
+    better: str | None,
+    interval: Interval | None,
+    measured: tuple[int, int],
+    ratio: float | None,
+    runs: tuple[int, int],
+) -> str:
+    """The word for one change (module text, step 3); `measured`: the runs per side that
+    measured the figure, `runs`: the runs per side."""
+    if not all(measured):
         return "n/a"
+    if ratio is None:
+        return "n/a (base 0)"  # no ratio to a median of 0
+    if min(measured) < 2:
+        return NO_REPEATS if min(runs) < 2 else ONE_MEASURED
     if interval is None:
-        return "no noise estimate"
+        return "n/a (a base run is 0)"  # the pairwise ratios need every base run > 0
     if interval.low <= 1 <= interval.high:
         return "within noise"
     up = interval.low > 1
     if better is None:
         return "higher" if up else "lower"
     return "better" if up == (better == "higher") else "worse"
+
+
+def _terms(refs: Sequence[RunRef]) -> Mapping[str, str] | None:
+    """The base engine's own words for its labels ({log}: WAL or the redo log)."""
+    engine = refs[0].run.get("engine") if refs else None
+    terms = engine.get("terms") if isinstance(engine, Mapping) else None
+    return terms if isinstance(terms, Mapping) else None
 
 
 def change(
@@ -275,18 +295,16 @@ def change(
     b = [v for v in (value(r.run, address) for r in base_refs) if v is not None]
     c = [v for v in (value(r.run, address) for r in cand_refs) if v is not None]
     b_stats, c_stats = spread(b), spread(c)
+    zeros = bool(b and c) and not any(b) and not any(c)
     ratio = None
-    if b and c:
-        if b_stats.median == 0 and max(b) == max(c) == 0 and min(b) == min(c) == 0:
-            ratio = 1.0  # zero on every run of both sides: no change at all
-        elif b_stats.median:
-            ratio = c_stats.median / b_stats.median  # type: ignore[operator]
-    interval = ratio_interval(b, c, level) if ratio is not None else None
-    if ratio == 1.0 and interval is None and len(b) >= 2 and len(c) >= 2:
-        interval = Interval(1.0, 1.0, 1.0)  # all zeros: an interval of one point
+    if zeros:
+        ratio = 1.0  # e.g. writes of a read-only run: exactly no change, not "n/a"
+    elif b and c and b_stats.median:
+        ratio = c_stats.median / b_stats.median  # type: ignore[operator]
+    interval = ratio_interval(b, c, level) if ratio is not None and not zeros else None
     return Change(
         address,
-        metric.label_for(None),
+        metric.label_for(_terms(base_refs)),
         metric.unit,
         metric.digits,
         metric.better,
@@ -296,7 +314,11 @@ def change(
         _pct(interval.low) if interval else None,
         _pct(interval.high) if interval else None,
         interval.confidence if interval else None,
-        verdict(metric.better, interval, bool(b and c), ratio),
+        SAME
+        if zeros
+        else verdict(
+            metric.better, interval, (len(b), len(c)), ratio, (len(base_refs), len(cand_refs))
+        ),
     )
 
 
@@ -320,6 +342,10 @@ class Comparison:
     level: float
     forced: bool
     method: str = METHOD
+    shown_keys: list[str] = field(default_factory=list)  # what tells the points apart
+
+    def point_name(self, params: Mapping[str, Any]) -> str:
+        return _point_text(params, self.shown_keys)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -354,13 +380,11 @@ def _point_dict(point: PointComparison) -> dict[str, Any]:
     return asdict(point)  # Spreads become plain dicts
 
 
-def _shown_keys(pairing: Pairing) -> list[str]:
-    varying = [
-        k
-        for k in pairing.keys
-        if len({_text(b.params[k]) for b, _ in pairing.pairs}) > 1
-        or len({_text(c.params[k]) for _, c in pairing.pairs}) > 1
-    ]
+def _shown_keys(base: Side, cand: Side, pairing: Pairing) -> list[str]:
+    """The keys that tell the points apart, over every point of both sides (the unpaired
+    ones too: "only in the base: SESSIONS=2")."""
+    points = [*base.points, *cand.points]
+    varying = [k for k in pairing.keys if len({_text(p.params.get(k)) for p in points}) > 1]
     return varying or [k for k in POINT_KEYS if k in pairing.keys]
 
 
@@ -372,15 +396,17 @@ def compare(
     base: Side,
     cand: Side,
     *,
-    figures: Sequence[str] = DEFAULT_FIGURES,
+    figures: Sequence[str] | None = None,
     level: float = 0.95,
     force: bool = False,
 ) -> Comparison:
-    """The comparison of two loaded sides (module text)."""
+    """The comparison of two loaded sides (module text); `figures`: addresses
+    (analysis/figures.py), by default the metrics table's `compared` rows."""
+    figures = default_figures() if figures is None else figures
     for address in figures:
         metric_for(address)  # an unknown figure is refused before anything is computed
     pairing = pair_points(base, cand, force)
-    keys = _shown_keys(pairing)
+    keys = _shown_keys(base, cand, pairing)
     points = []
     for b, c in pairing.pairs:
         extra = {k: v for k, v in c.params.items() if k not in pairing.keys}
@@ -397,4 +423,6 @@ def compare(
                 [change(a, b.refs, c.refs, level) for a in dict.fromkeys(figures)],
             )
         )
-    return Comparison(base, cand, differences(base, cand), pairing, points, level, force)
+    return Comparison(
+        base, cand, differences(base, cand), pairing, points, level, force, shown_keys=keys
+    )

@@ -27,7 +27,7 @@ from openslob.config.options import OPTIONS, OPTIONS_BY_NAME
 from openslob.engines.common.work import OP_TYPES
 from openslob.model.errors import ConfigError
 from openslob.model.histogram import merged_ops
-from openslob.model.metrics import METRICS, Metric
+from openslob.model.metrics import METRICS, Metric, core_keys
 
 # The figures of one op type's latency block (model/histogram.Histogram.summary).
 LATENCY_FIELDS = ("count", "mean_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us")
@@ -55,7 +55,7 @@ def metric_for(address: str) -> Metric:
         )
     raise ConfigError(
         f"unknown figure {address!r}: a run.json metrics key (e.g. pio_reads_per_s), "
-        f"op_p50_us, op_p99_us, db_cpu_us_per_op, or OP.FIELD with OP one of "
+        f"{', '.join(core_keys('derived'))}, or OP.FIELD with OP one of "
         f"{', '.join(OP_TYPES)} and FIELD one of {', '.join(LATENCY_FIELDS)}"
     )
 

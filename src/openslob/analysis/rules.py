@@ -7,7 +7,10 @@ percent (the change of the candidate's median over the base's). Spaces are allow
 A rule holds at a point when the change is beyond the threshold beyond noise: with 2 or more
 runs on each side, the whole confidence interval of the change lies beyond it (OP `<`: its
 upper end is below; `>`: its lower end is above). With one run on a side there is no noise
-estimate: the rule then holds when the change itself is beyond the threshold, and says so.
+estimate: the rule then holds when the change itself is beyond the threshold, and says so
+(a CI gate that passed only because nobody repeated the runs would hide a regression; the
+output and JSON mark the point as judged without a noise estimate). A figure that was 0 on
+every run of both sides changed by exactly 0.
 A point where the figure is not measured on both sides is not judged (named as such).
 """
 
@@ -16,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from openslob.analysis.compare import Change, Comparison
+from openslob.analysis.compare import SAME, Change, Comparison
 from openslob.analysis.figures import metric_for
 from openslob.model.errors import ConfigError
 
@@ -77,7 +80,9 @@ def evaluate(rule: Rule, comparison: Comparison) -> RuleResult:
         if found is None or found.change_pct is None:
             result.not_judged.append(point.shown)
             continue
-        if found.ci_low_pct is not None and found.ci_high_pct is not None:
+        if found.verdict == SAME:  # 0 on every run: the change is exactly 0, no noise
+            result.points.append(Verdict(point.shown, found, _beyond(rule, 0, 0), True))
+        elif found.ci_low_pct is not None and found.ci_high_pct is not None:
             holds = _beyond(rule, found.ci_low_pct, found.ci_high_pct)
             result.points.append(Verdict(point.shown, found, holds, True))
         else:

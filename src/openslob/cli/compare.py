@@ -16,6 +16,7 @@ import click
 from openslob.cli.analysis import _find_runs_noting, oracle_names_option
 from openslob.cli.app import CONTEXT, cli, err, friendly_errors
 from openslob.model.errors import ConfigError
+from openslob.model.metrics import core_keys
 
 
 @cli.command(context_settings=CONTEXT)
@@ -27,8 +28,9 @@ from openslob.model.errors import ConfigError
     multiple=True,
     metavar="RULE",
     help="Exit 1 when FIGURE changed beyond THRESHOLD beyond noise at some point: "
-    "'FIGURE<-N%' or 'FIGURE>+N%' (e.g. 'pio_reads_per_s<-5%', 'select.p99_us>+10%'). "
-    "Repeatable.",
+    "'FIGURE<-N%' or 'FIGURE>+N%' (e.g. 'pio_reads_per_s<-5%', 'select.p99_us>+10%'): "
+    "the whole interval of the change lies beyond it (with one run on a side, the change "
+    "itself). Repeatable.",
 )
 @click.option(
     "--metric",
@@ -36,7 +38,7 @@ from openslob.model.errors import ConfigError
     multiple=True,
     metavar="FIGURE",
     help="Compare these figures instead of the default set (a run.json metrics key, "
-    "op_p50_us, op_p99_us, db_cpu_us_per_op, or OP.FIELD such as select.p99_us). Repeatable.",
+    f"{', '.join(core_keys('derived'))}, or OP.FIELD such as select.p99_us). Repeatable.",
 )
 @click.option(
     "--confidence",
@@ -93,8 +95,8 @@ def compare(
     is listed; then per point and figure the base, the candidate (median (min–max) over
     the repeats), the change of the medians, its interval (Mann–Whitney / Hodges–Lehmann,
     distribution-free, with its exact confidence) and a verdict: better, worse, within
-    noise, or no noise estimate with one run on a side. Points that ran a different
-    workload are refused unless --force.
+    noise, or none with one run on a side ("no repeats: cannot separate from noise").
+    Points that ran a different workload are refused unless --force.
 
     \b
     Examples:
@@ -104,15 +106,15 @@ def compare(
       slob compare slob-results/repeat-8k slob-results/repeat-16k --json > cmp.json
       slob compare ~/SLOB/array-a ~/SLOB/array-b --html compare.html
     """
-    from openslob.analysis.compare import DEFAULT_FIGURES, make_side
     from openslob.analysis.compare import compare as build
+    from openslob.analysis.compare import default_figures, make_side
     from openslob.analysis.rules import evaluate_all, parse_rule
     from openslob.report import comparison as render
 
     if as_json and as_csv:
         raise ConfigError("--json and --csv: choose one")
     rules = [parse_rule(text) for text in fail_if]  # malformed: exit 2 before reading
-    figures = list(metrics or DEFAULT_FIGURES) + [r.figure for r in rules]
+    figures = list(metrics or default_figures()) + [r.figure for r in rules]
     sides = []
     for path in (base, cand):
         problems: list[str] = []

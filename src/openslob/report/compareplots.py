@@ -4,8 +4,9 @@ overlaid, and the change of every figure at every point as bars with their inter
 The overlay is the ordinary petal plot (petal.py) over both sides' runs, each side a curve
 set of its own ("base: a", "candidate: b"): every point its median with min–max bars. The
 bar chart has one panel per figure, one bar per point: the change of the medians in %, a
-whisker for its interval when there is one, coloured by the verdict. A figure or point that
-was not measured on both sides has no bar and says n/a.
+whisker for its interval when there is one, coloured by the verdict. A figure or point
+without a change (not measured on both sides, a base median of 0) has no bar and gives its
+verdict instead.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from matplotlib.figure import Figure
 
-from openslob.analysis.compare import Comparison, Side
+from openslob.analysis.compare import NO_REPEATS, ONE_MEASURED, SAME, Comparison, Side
 from openslob.report.figure import empty, new_figure, save
 from openslob.report.petal import petal
 
@@ -33,8 +34,9 @@ VERDICT_COLORS = {
     "higher": "#1f77b4",
     "lower": "#1f77b4",
     "within noise": "#9e9e9e",
-    "no noise estimate": "#bdbdbd",
-    "same": "#9e9e9e",
+    NO_REPEATS: "#bdbdbd",
+    ONE_MEASURED: "#bdbdbd",
+    SAME: "#9e9e9e",
 }
 PANEL_COLUMNS = 3
 
@@ -79,12 +81,12 @@ def changes_chart(comparison: Comparison) -> Figure:
 def _panel(ax: Axes, changes: list[Change], labels: list[str]) -> None:
     ax.set_title(f"{changes[0].label} ({changes[0].unit})", fontsize=9)
     positions = list(range(len(changes)))
-    if all(c.change_pct is None for c in changes):
-        empty(ax, "n/a: not measured on both sides")
+    if all(c.change_pct is None for c in changes):  # say why: unmeasured, or a base of 0
+        empty(ax, "; ".join(dict.fromkeys(c.verdict for c in changes)))
         return
     for pos, change in zip(positions, changes, strict=True):
         if change.change_pct is None:
-            ax.text(0, pos, " n/a", va="center", fontsize=7, color="#555555")
+            ax.text(0, pos, f" {change.verdict}", va="center", fontsize=7, color="#555555")
             continue
         color = VERDICT_COLORS.get(change.verdict, "#9e9e9e")
         ax.barh(pos, change.change_pct, color=color, height=0.6)

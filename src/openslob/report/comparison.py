@@ -2,7 +2,7 @@
 
 They read the comparison and the rule results only. Unmeasured figures print as n/a and are
 null in JSON, empty in CSV; the method and the real confidence of each interval are printed
-beside the numbers, and a verdict without repeats says there is no noise estimate.
+beside the numbers, and a change without repeats says it cannot be told from noise.
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from openslob.analysis.compare import NOT_RECORDED, Change, Comparison, Side
-from openslob.analysis.figures import point_text
 from openslob.analysis.rules import RuleResult
-from openslob.analysis.stats import Spread
+from openslob.analysis.stats import Spread, range_text
 
 NA = "n/a"
 CSV_FIELDS = (
@@ -46,13 +46,7 @@ def _num(value: float | None, digits: int) -> str:
 
 
 def spread_cell(stats: Spread, digits: int) -> str:
-    """median (min–max); the median alone for one run or equal runs."""
-    if stats.median is None:
-        return NA
-    median, low, high = (_num(v, digits) for v in (stats.median, stats.min, stats.max))
-    if stats.n < 2 or low == high:  # the runs agree to the digits shown
-        return median
-    return f"{median} ({low}–{high})"
+    return range_text(stats, lambda v: _num(v, digits), NA)
 
 
 def _signed(value: float | None) -> str:
@@ -66,9 +60,17 @@ def interval_cell(change: Change) -> str:
     return f"{change.ci_low_pct:+.1f} … {change.ci_high_pct:+.1f} % ({confidence})"
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
 def _side_line(name: str, side: Side) -> str:
-    runs = len(side.refs)
-    return f"  {name:<9} {side.label}  {side.path}  ({len(side.points)} points, {runs} runs)"
+    counts = f"{_count(len(side.points), 'point')}, {_count(len(side.refs), 'run')}"
+    return f"  {name:<9} {side.label}  {side.path}  ({counts})"
+
+
+def _values(values: Sequence[str]) -> str:
+    return ", ".join(v if v else "''" for v in values)  # an empty setting is still a value
 
 
 def _differences(comparison: Comparison) -> list[str]:
@@ -79,10 +81,11 @@ def _differences(comparison: Comparison) -> list[str]:
     width = max((len(d.key) for d in shown), default=0)
     for d in shown:
         note = ""
-        if d.workload:
-            note = "  (workload: compared because of --force)" if comparison.forced else ""
-            note = note or "  (workload)"
-        lines.append(f"  {d.key:<{width}}  {', '.join(d.base)}  →  {', '.join(d.cand)}{note}")
+        if d.workload:  # set aside only with --force; else the points pair on its values
+            forced = d.key.removeprefix("config.") in comparison.pairing.set_aside
+            note = "  (workload: compared because of --force)" if forced else ""
+            note = note or "  (workload: points paired on it)"
+        lines.append(f"  {d.key:<{width}}  {_values(d.base)}  →  {_values(d.cand)}{note}")
     for side, index in (("base", 0), ("candidate", 1)):
         missing = [
             d.key for d in comparison.differences if (d.base, d.cand)[index] == [NOT_RECORDED]
@@ -99,7 +102,7 @@ def _pairing(comparison: Comparison) -> list[str]:
         lines.append(f"Compared across {key}: {', '.join(b)} (base) vs {', '.join(c)} (candidate)")
     for name, points in (("base", pairing.only_base), ("candidate", pairing.only_cand)):
         if points:
-            texts = "; ".join(point_text(p.params) for p in points)
+            texts = "; ".join(comparison.point_name(p.params) for p in points)
             lines.append(f"Only in the {name}, not compared: {texts}")
     for name, side in (("base", comparison.base), ("candidate", comparison.cand)):
         if side.left_out:
@@ -107,12 +110,14 @@ def _pairing(comparison: Comparison) -> list[str]:
     return lines
 
 
-def method_line(comparison: Comparison) -> str:
-    return (
+def method_lines(comparison: Comparison) -> list[str]:
+    text = (
         f"Method: {comparison.method}. Verdicts at {comparison.level * 100:g} % confidence "
         "where the runs allow it; fewer runs give a wider interval whose real confidence is "
-        "printed beside it (3 + 3 runs: at most 90 %). One run on a side: no noise estimate."
+        "printed beside it (3 + 3 runs: at most 90 %). One run on a side: no verdict, the "
+        "change cannot be separated from noise."
     )
+    return textwrap.wrap(text, 100)
 
 
 def _point_table(changes: Sequence[Change]) -> list[str]:
@@ -152,7 +157,7 @@ def render_rules(results: Sequence[RuleResult]) -> list[str]:
                 basis = (
                     f"interval {interval_cell(v.change)}"
                     if v.noise_estimate
-                    else "no noise estimate: the change alone"
+                    else f"{v.change.verdict.partition(':')[0]}: judged on the change alone"
                 )
                 lines.append(
                     f"  FAIL {result.rule.text}: {v.point}: {_signed(v.change.change_pct)} "
@@ -179,13 +184,13 @@ def render_text(comparison: Comparison, rules: Sequence[RuleResult] = ()) -> str
         *_differences(comparison),
         *_pairing(comparison),
         "",
-        method_line(comparison),
+        *method_lines(comparison),
     ]
     for point in comparison.points:
         lines += [
             "",
-            f"{point.shown}   (base {len(point.base_runs)} runs, candidate "
-            f"{len(point.cand_runs)} runs)",
+            f"{point.shown}   (base {_count(len(point.base_runs), 'run')}, candidate "
+            f"{_count(len(point.cand_runs), 'run')})",
             *_point_table(point.changes),
         ]
     if rules:
