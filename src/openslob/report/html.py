@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from openslob import __version__
+from openslob.analysis import repeats
 from openslob.analysis.awrinfo import analyze_rows, load_timeseries, plain_columns, render_table
 from openslob.analysis.compare import Comparison
 from openslob.analysis.rules import RuleResult
@@ -69,11 +70,15 @@ def _warnings(run: dict) -> str:
 
 
 def _summary(refs: list[RunRef]) -> str:
-    """The analyze table; awr_info's own columns when every run is an Oracle report."""
+    """The analyze table; awr_info's own columns when every run is an Oracle report, one
+    line per point (median (min–max)) when points were repeated, as `slob analyze` does."""
     reports = oracle_reports(refs)
     if reports:
         rows = awr_rows(reports)
         return render_table(rows, plain_columns(rows))
+    points = repeats.group_points(refs)
+    if repeats.repeated(points):
+        return repeats.render_point_table(points, repeats.DEFAULT_MAX_CV_PCT)
     return render_table(analyze_rows(refs))
 
 
