@@ -62,8 +62,8 @@ def independent_percentile(run: dict[str, Any], pct: float) -> float:
 
 def test_columns_in_awr_info_order() -> None:
     assert [c.header for c in COLUMNS] == [
-        "RUN", "SWEEP", "REPEAT", "PAGE_KB", "SESSIONS", "UPDATE_PCT", "ELAPSED", "DB CPU", "DB TIME",
-        "EXECUTES/s", "LIO/s", "PREADS/s", "READ_MB/s", "PWRITES/s", "WRITE_MB/s",
+        "RUN", "SWEEP", "REPEAT", "PAGE_KB", "SESSIONS", "UPDATE_PCT", "ELAPSED", "DB CPU",
+        "DB TIME", "EXECUTES/s", "LIO/s", "PREADS/s", "READ_MB/s", "PWRITES/s", "WRITE_MB/s",
         "REDO_MB/s", "DB_READ_US", "DEV_READ_US", "WAL_SYNC_US", "OP_P50_US", "OP_P99_US",
         "STATUS", "TOP_WAIT",
     ]  # fmt: skip
