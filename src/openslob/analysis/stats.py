@@ -54,8 +54,8 @@ class Spread:
 
 
 def range_text(stats: Spread, number: Callable[[float], str], missing: str = "n/a") -> str:
-    """ "median (min–max)" as analyze and compare print it; the median alone for one run, or
-    when the runs agree to the digits `number` shows."""
+    """The cell "median (min–max)" as analyze and compare print it; the median alone for one
+    run, or when the runs agree to the digits `number` shows."""
     if stats.median is None or stats.min is None or stats.max is None:
         return missing
     median, low, high = number(stats.median), number(stats.min), number(stats.max)
