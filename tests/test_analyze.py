@@ -60,8 +60,8 @@ def independent_percentile(run: dict[str, Any], pct: float) -> float:
 
 def test_columns_in_awr_info_order() -> None:
     assert [c.header for c in COLUMNS] == [
-        "RUN", "SWEEP", "PAGE_KB", "SESSIONS", "UPDATE_PCT", "ELAPSED", "DB CPU", "DB TIME",
-        "EXECUTES/s", "LIO/s", "PREADS/s", "READ_MB/s", "PWRITES/s", "WRITE_MB/s",
+        "RUN", "SWEEP", "REPEAT", "PAGE_KB", "SESSIONS", "UPDATE_PCT", "ELAPSED", "DB CPU",
+        "DB TIME", "EXECUTES/s", "LIO/s", "PREADS/s", "READ_MB/s", "PWRITES/s", "WRITE_MB/s",
         "REDO_MB/s", "DB_READ_US", "DEV_READ_US", "WAL_SYNC_US", "OP_P50_US", "OP_P99_US",
         "STATUS", "TOP_WAIT",
     ]  # fmt: skip
@@ -75,6 +75,7 @@ def test_every_column_from_a_known_run() -> None:
     assert row == {
         "run": MIXED.name,
         "sweep": None,
+        "repeat": None,  # a run of its own, not a repeat of a sweep point
         "page_kib": int(run["engine"]["settings"]["block_size"]) / 1024,  # 8 KiB on PostgreSQL
         "sessions": len(run["sessions"]),
         "update_pct": 20,
@@ -132,7 +133,8 @@ def test_unmeasured_figures_are_na_empty_null_never_zero() -> None:
     assert row["dev_read_us"] == 66.617  # the device was still measured
 
     line = render_table([row]).splitlines()[2]
-    assert line.split().count("n/a") == len(none) - 1  # the sweep's None prints as "-"
+    # the sweep's and repeat's None print as "-"
+    assert line.split().count("n/a") == len(none) - 2
 
     header, values = list(csv.reader(render_csv([row]).splitlines()))
     cells = dict(zip(header, values, strict=True))

@@ -68,7 +68,7 @@ def test_table_has_every_required_parameter() -> None:
         "THINK_TM_FREQUENCY", "THINK_TM_MIN", "THINK_TM_MAX", "EXTERNAL_SCRIPT",
         "SQLNET_SERVICE_BASE", "SQLNET_SERVICE_MAX",
     }  # fmt: skip
-    own = {"SCHEMAS", "SESSIONS", "SEED", "WARMUP", "SAMPLE_INTERVAL", "PAGE_SIZE"}
+    own = {"SCHEMAS", "SESSIONS", "SEED", "WARMUP", "SAMPLE_INTERVAL", "PAGE_SIZE", "REPEAT"}
     assert {o.name for o in OPTIONS if o.slob} == slob
     assert {o.name for o in OPTIONS if not o.slob} == own
 

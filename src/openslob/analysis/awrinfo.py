@@ -1,13 +1,12 @@
-"""Analyses over many runs: the awr_info table, flashdba's event view, sustained throughput.
+"""Analyses over many runs: the awr_info table and flashdba's event view.
 
-Reads only what collect.find_runs returns (run.json dicts) and timeseries.csv; no database.
+Reads only what collect.find_runs returns (run.json dicts); no database. Sustained
+throughput over a run's time series is analysis/sustained.py.
 
 - analyze_rows / render_table / render_csv / render_json: one line per run, the columns SLOB
   users know from awr_info (COLUMNS). A figure that was not measured is None: "n/a" in the
   table, empty in CSV, null in JSON, never 0.
 - event_rows / render_events: flashdba's per-event view (waits, time, latency, IOPS).
-- load_timeseries / detect_degradation / render_degradation: does the throughput hold over a
-  long run (flash garbage-collection cliffs)?
 
 Every run.json key is read with .get: a run written by an older tool that lacks a figure shows
 n/a for it; a newer schema_version is already refused by results.load_run.
@@ -22,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openslob.model.histogram import merged_ops
+from openslob.analysis.figures import value
 from openslob.model.metrics import DEFAULT_TERMS, METRICS
 from openslob.results.collect import RunRef
 
@@ -52,6 +51,7 @@ class Column:
     compute: Callable[[RunRef], Any] | None = None
     digits: int | None = None  # decimals of a number column; None = text (left-aligned)
     missing: str = NA  # table text for None
+    metric: str | None = None  # the figure's address (analysis/figures.py), for summaries
 
     def cell(self, value: Any) -> str:
         if value is None:
@@ -69,7 +69,17 @@ def _from_table(column_key: str, metric_key: str) -> Column:
     """A column of one run.json metric: header, unit and decimals from the metrics table
     (the column keys stay awr_info's, for CSV and JSON readers)."""
     metric = METRICS[metric_key]
-    return Column(column_key, metric.short, metric.unit, _metric(metric_key), metric.digits)
+    return Column(
+        column_key, metric.short, metric.unit, _metric(metric_key), metric.digits, metric=metric_key
+    )
+
+
+def _derived(key: str) -> Column:
+    """A column of a figure computed from the run (the metrics table's DERIVED rows)."""
+    metric = METRICS[key]
+    return Column(
+        key, metric.short, metric.unit, lambda ref: value(ref.run, key), metric.digits, metric=key
+    )
 
 
 def _sessions(ref: RunRef) -> int | None:
@@ -87,12 +97,6 @@ def _top_wait(ref: RunRef) -> str | None:
     return f"{event} {pct:.1f}%" if isinstance(pct, int | float) else str(event)
 
 
-def op_percentile_us(run: Mapping[str, Any], pct: float) -> float | None:
-    """SLOBop latency percentile over all op types (bucket midpoint, as Histogram does)."""
-    hist = merged_ops(run.get("latency"))
-    return None if hist is None else hist.percentile_us(pct)
-
-
 def _page_kib(ref: RunRef) -> float | None:
     """The database page size the run's engine reported (run.json engine.page_size_bytes)."""
     size = dig(ref.run, "engine", "page_size_bytes")
@@ -102,6 +106,7 @@ def _page_kib(ref: RunRef) -> float | None:
 COLUMNS: list[Column] = [
     Column("run", "RUN", "", lambda ref: ref.name),
     Column("sweep", "SWEEP", "", lambda ref: ref.sweep, missing="-"),
+    Column("repeat", "REPEAT", "", lambda ref: ref.repeat, 0, missing="-"),
     Column("page_kib", "PAGE_KB", "KiB", _page_kib, 0, missing="-"),
     Column("sessions", "SESSIONS", "sessions", _sessions, 0),
     Column("update_pct", "UPDATE_PCT", "%", lambda ref: dig(ref.run, "config", "UPDATE_PCT"), 0),
@@ -118,8 +123,8 @@ COLUMNS: list[Column] = [
     _from_table("db_read_us", "db_read_latency_us"),
     _from_table("dev_read_us", "device_read_latency_us"),
     _from_table("wal_sync_us", "wal_sync_latency_us"),
-    Column("op_p50_us", "OP_P50_US", "µs", lambda ref: op_percentile_us(ref.run, 50), 0),
-    Column("op_p99_us", "OP_P99_US", "µs", lambda ref: op_percentile_us(ref.run, 99), 0),
+    _derived("op_p50_us"),
+    _derived("op_p99_us"),
     Column("status", "STATUS", "", lambda ref: ref.run.get("status")),
     Column("top_wait", "TOP_WAIT", "% of samples", _top_wait),
 ]
@@ -138,6 +143,13 @@ def analyze_row(ref: RunRef) -> dict[str, Any]:
 def analyze_rows(refs: list[RunRef]) -> list[dict[str, Any]]:
     """One dict per run keyed by column key, raw values (None = not measured)."""
     return [analyze_row(ref) for ref in refs]
+
+
+def shown_columns(rows: list[dict[str, Any]]) -> list[Column]:
+    """The analyze table's columns, without REPEAT when no run is a second repeat (a
+    table of single runs keeps its width)."""
+    repeated = any((row.get("repeat") or 1) > 1 for row in rows)
+    return [c for c in COLUMNS if c.key != "repeat" or repeated]
 
 
 def render_table(rows: list[dict[str, Any]], columns: list[Column] = COLUMNS) -> str:

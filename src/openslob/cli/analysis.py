@@ -102,6 +102,20 @@ oracle_names_option = click.option(
     show_default=True,
     help="--timeseries: ramp-up ignored before the steady level.",
 )
+@click.option(
+    "--max-cv",
+    "max_cv",
+    type=click.FloatRange(0),
+    default=10.0,
+    show_default=True,
+    help="Repeated points: flag those where a figure's coefficient of variation (standard "
+    "deviation / mean over the repeats) exceeds this many %.",
+)
+@click.option(
+    "--each-run",
+    is_flag=True,
+    help="Repeated points: one line per run instead of per point.",
+)
 @oracle_names_option
 @friendly_errors
 def analyze(
@@ -117,12 +131,16 @@ def analyze(
     min_seconds: float,
     baseline_seconds: float,
     skip_seconds: float,
+    max_cv: float,
+    each_run: bool,
     oracle_names: Any,
 ) -> None:
     """One line per run with the columns SLOB users know from awr_info.
 
     PATHS are run directories, sweep directories or trees holding them; runs from other
     machines and tool versions are read by their schema_version. Unmeasured figures are n/a.
+    Points run several times (--repeat) get one line each: median (min–max) over their
+    runs, N, and the figures whose CV exceeds --max-cv (CSV/JSON: summary.csv's rows).
 
     \b
     Examples:
@@ -131,11 +149,12 @@ def analyze(
       slob analyze --events slob-results/sweep-ssd
       slob analyze --timeseries --iops-drop-pct 25 slob-results/20261122T050000Z-soak
       slob analyze --awr ~/SLOB/awr.*.txt
+      slob analyze slob-results/sweep-a --max-cv 5
     """
     from dataclasses import asdict
 
     from openslob.analysis import awrinfo as an
-    from openslob.analysis import sustained
+    from openslob.analysis import repeats, sustained
     from openslob.results.collect import oracle_reports
 
     refs = _find_runs_noting(list(paths), oracle_names)
@@ -178,13 +197,22 @@ def analyze(
         else:
             click.echo(an.render_events(rows))
         return
+    points = repeats.group_points(refs)
+    if repeats.repeated(points) and not each_run:
+        if as_csv:
+            click.echo(repeats.render_summary_csv(repeats.summary_rows(points)), nl=False)
+        elif as_json:
+            click.echo(repeats.render_summary_json(points), nl=False)
+        else:
+            click.echo(repeats.render_point_table(points, max_cv), nl=False)
+        return
     rows = an.analyze_rows(refs)
     if as_csv:
         click.echo(an.render_csv(rows), nl=False)
     elif as_json:
         click.echo(an.render_json(rows))
     else:
-        click.echo(an.render_table(rows))
+        click.echo(an.render_table(rows, an.shown_columns(rows)))
 
 
 def _find_runs_noting(

@@ -32,12 +32,14 @@ from openslob.cli.app import (
     print_config_messages,
     target_option,
 )
-from openslob.cli.params import add_options, add_server_options, config_from_click, server_config
+from openslob.cli.params import add_options, add_server_options, server_config
 from openslob.config.options import options_for
-from openslob.model.errors import OpenslobError
+from openslob.config.resolve import resolve
+from openslob.model.errors import ConfigError, OpenslobError
 from openslob.model.metrics import METRICS, progress_keys
+from openslob.report.sweepfiles import finish_sweep
 from openslob.report.text import render_text
-from openslob.results.rundir import NotSaved, check_results_place, write_atomic
+from openslob.results.rundir import NotSaved, check_results_place
 from openslob.runner import sweep as harness
 from openslob.runner.execute import run_benchmark
 from openslob.runner.progress import ProgressEvery
@@ -160,11 +162,26 @@ def run(
       slob run --schemas 4 --threads-per-schema 2 --run-time 30
       nohup slob run --run-time 2h --sample-interval 10 --progress-interval 60 > run.log 2>&1 &
       slob run --run-time 2h --metrics-port 9464   # Prometheus scrapes 127.0.0.1:9464
+      slob run --run-time 60 --repeat 5 --label noise
+
+    With --repeat N the run is made N times into RESULTS_DIR/repeat-LABEL (repeat-1/ …,
+    resumable by rerunning the command), with summary.csv and the median (min–max) table.
     """
     if metrics_address is not None and metrics_port is None:
         raise click.BadOptionUsage("metrics_address", "--metrics-address needs --metrics-port")
-    config = config_from_click(params, "run")
+    flags = {o.name: params.pop(o.param, None) for o in options_for("run")}
+    conf = params.pop("conf", None)
+    config = resolve(flags, conf, scope="run")
     target_strings(targets, config)  # a bad combination fails here, before anything else
+    if config["REPEAT"] > 1:
+        if calibrate:
+            raise ConfigError("--calibrate compares one run with fio: give it without --repeat")
+        plan = harness.plan_sweep(flags, conf, Path.cwd(), single=True)
+        path = results_dir / f"repeat-{label or 'default'}"
+        check_results_place(path, label)
+        print_config_messages(config)
+        _run_plan(plan, path, label, targets, data_dir, plots=True, kind="repeated run")
+        return
     check_results_place(results_dir, label)
     # The metrics port is bound (or refused, in one line) before anything is printed or touched.
     with live_metrics(metrics_port, metrics_address, metrics_textfile) as exporters:
@@ -279,12 +296,15 @@ def sweep(
     For each UPDATE_PCT (in the order given), sessions ascending, one run directory per
     point in the sweep directory, plus sweep.json (plan and status), sweep.csv (the
     analyze table) and plots/ (petal plots). Rerunning the same command skips the
-    complete points and redoes interrupted or failed ones.
+    complete points and redoes interrupted or failed ones. --repeat N runs every point N
+    times in rounds (A B C A B C) and writes summary.csv (median, min, max, CV per
+    point); a rerun with a larger --repeat adds rounds.
 
     \b
     Examples:
       slob sweep --sessions 1,2,4,8 --update-pct 0,10,20,30 --run-time 60 --label ssd
       slob sweep --sessions 4,16,64 --work-unit 16,64 --update-pct 0 --label wu
+      slob sweep --sessions 1,4 --update-pct 0,20 --run-time 60 --repeat 3 --label a
     """
     conf = params.pop("conf", None)
     options = {option.name: option for option in options_for("sweep")}
@@ -294,11 +314,28 @@ def sweep(
         target_strings(targets, point.config)
     path = sweep_dir or harness.sweep_directory(results_dir, label)
     check_results_place(path, label, "--sweep-dir" if sweep_dir else "--results-dir")
+    _run_plan(plan, path, label, targets, data_dir, plots=plots, kind="sweep")
+
+
+def _run_plan(
+    plan: harness.SweepPlan,
+    path: Path,
+    label: str | None,
+    targets: tuple[str, ...],
+    data_dir: Path | None,
+    *,
+    plots: bool,
+    kind: str,
+) -> None:
+    """A sweep, or a repeated run (a sweep of one point): run what is not complete yet,
+    then write sweep.csv, the summary and the plots, and say how it went."""
+    runs = plan.runs()
     per_point = float(plan.points[0].config["WARMUP"]) + float(plan.points[0].config["RUN_TIME"])
     axes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in plan.axes.items())
-    err.print(
-        f"sweep {path}: {len(plan.points)} points ({axes}), ~{per_point:g} s each", highlight=False
-    )
+    shape = f"{len(plan.points)} points ({axes})" if plan.axes else "1 point"
+    if plan.repeat > 1:
+        shape += f" x {plan.repeat} repeats, interleaved"
+    err.print(f"{kind} {path}: {shape}, ~{per_point:g} s each run", highlight=False)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -309,7 +346,7 @@ def sweep(
         console=err,
         transient=False,
     ) as bar:
-        task = bar.add_task("sweep", total=len(plan.points))
+        task = bar.add_task(kind, total=len(runs))
 
         def started(entry: dict[str, Any]) -> None:
             bar.update(task, description=f"{entry['name']}")
@@ -331,8 +368,13 @@ def sweep(
         )
         bar.update(task, completed=len(outcome.ran) + len(outcome.skipped))
     if outcome.skipped:
-        err.print(f"{len(outcome.skipped)} point(s) already complete, skipped", highlight=False)
-    _finish_sweep(path, plots)
+        what = "point(s)" if plan.repeat == 1 else "run(s)"
+        err.print(f"{len(outcome.skipped)} {what} already complete, skipped", highlight=False)
+    written = finish_sweep(path, plots)
+    if plots and written:
+        err.print(f"plots: {path / 'plots'}", highlight=False)
+    if plan.repeat > 1 and written:
+        _print_point_table(path)
     if outcome.run_seconds:
         err.print(
             f"wall {outcome.wall_seconds:.1f} s for {outcome.run_seconds:.1f} s of warm-up "
@@ -341,10 +383,24 @@ def sweep(
         )
     if outcome.stopped:
         err.print(
-            f"sweep stopped: a point ended {outcome.stopped}; rerun the same command to resume",
+            f"{kind} stopped: a point ended {outcome.stopped}; rerun the same command to resume",
             highlight=False,
         )
         sys.exit(exit_code({"status": outcome.stopped, "stopped_by": outcome.stopped_by}))
+
+
+def _print_point_table(path: Path) -> None:
+    """Each point's median (min–max) over its repeats, as `slob analyze` shows it."""
+    from openslob.analysis.repeats import DEFAULT_MAX_CV_PCT, group_points, render_point_table
+    from openslob.results.collect import find_runs
+
+    out.print(
+        render_point_table(group_points(find_runs([path])), DEFAULT_MAX_CV_PCT),
+        highlight=False,
+        markup=False,
+        end="",
+    )
+    out.print(f"results: {path}", highlight=False)
 
 
 def _point_line(entry: dict[str, Any], result: dict[str, Any] | None) -> str:
@@ -360,24 +416,6 @@ def _point_line(entry: dict[str, Any], result: dict[str, Any] | None) -> str:
         f"reads/s {num('pio_reads_per_s'):>8}  writes/s {num('pio_writes_per_s'):>8}  "
         f"read {num('db_read_latency_us'):>6} us"
     )
-
-
-def _finish_sweep(path: Path, plots: bool) -> None:
-    """sweep.csv from the complete points and, when asked, the petal plots."""
-    from openslob.analysis.awrinfo import analyze_rows, render_csv
-    from openslob.results.collect import find_runs
-
-    try:
-        refs = find_runs([path])
-    except OpenslobError:
-        return
-    write_atomic(path / "sweep.csv", render_csv(analyze_rows(refs)))
-    if plots:
-        from openslob.report.plots import petal, save
-
-        for x in ("iops", "mbps"):
-            save(petal(refs, x=x), path / "plots" / f"petal_{x}")
-        err.print(f"plots: {path / 'plots'}", highlight=False)
 
 
 @cli.command(context_settings=CONTEXT)

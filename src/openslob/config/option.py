@@ -48,6 +48,15 @@ class Option:
     choices: tuple[str, ...] = ()
     unit: str = ""
     metavar: str = ""
+    # Part of the workload itself (what the database is asked to do): runs compare point to
+    # point only when these agree (`slob compare`); the others (durations, hooks, the
+    # harness) are listed as differences but do not change what a point is.
+    workload: bool = False
+    # The option that switches this one on (HOTSPOT_MB does nothing unless DO_HOTSPOT): while
+    # that one is 0 or FALSE, this one's value is no part of the workload.
+    needs: str = ""
+    # May be a comma list in `slob sweep` (an axis); a harness setting such as REPEAT is not.
+    listable: bool = True
 
     def __post_init__(self) -> None:
         # Fill unit/metavar from the kind so the table only spells out the exceptions.

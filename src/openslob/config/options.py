@@ -28,19 +28,19 @@ OPTIONS: tuple[Option, ...] = (
         "SCHEMAS", "int", 4,
         "Number of SLOB schemas (user1..userN); SLOB takes this as the setup.sh/runit.sh "
         "argument.",
-        DATA_SCOPES, slob=False, minimum=1, maximum=MAX_SESSIONS, metavar="N",
+        DATA_SCOPES, slob=False, minimum=1, maximum=MAX_SESSIONS, metavar="N", workload=True,
     ),
     Option(
         "SCALE", "blocks", 8192,
         "Rows per schema in table CF1; one row fills one 8 KiB block, so this is also blocks "
         "per schema (a size such as 1G is divided by the block size).",
-        DATA_SCOPES, minimum=100, maximum=2**40,
+        DATA_SCOPES, minimum=100, maximum=2**40, workload=True,
     ),
     Option(
         "SCAN_TABLE_SZ", "blocks", 128,
         "Size of each schema's unindexed scan table CF2, read by full scans when SCAN_PCT > 0; "
         "0 creates no scan table.",
-        DATA_SCOPES, minimum=0, maximum=2**40,
+        DATA_SCOPES, minimum=0, maximum=2**40, workload=True, needs="SCAN_PCT",
     ),
     Option(
         "LOAD_PARALLEL_DEGREE", "int", 2,
@@ -58,13 +58,13 @@ OPTIONS: tuple[Option, ...] = (
         "UPDATE_PCT", "int", 20,
         "Percent of SLOBops that UPDATE WORK_UNIT rows and COMMIT, the rest being SELECTs "
         "(any whole percent, where SLOB allows only 0-50 or 100).",
-        RUN_SCOPES, minimum=0, maximum=100, unit="%", metavar="PCT",
+        RUN_SCOPES, minimum=0, maximum=100, unit="%", metavar="PCT", workload=True,
     ),
     Option(
         "SCAN_PCT", "int", 0,
         "Percent of SELECTs that are full scans of the scan table CF2 instead of index range "
         "scans.",
-        RUN_SCOPES, minimum=0, maximum=100, unit="%", metavar="PCT",
+        RUN_SCOPES, minimum=0, maximum=100, unit="%", metavar="PCT", workload=True,
     ),
     Option(
         "RUN_TIME", "seconds", 300.0,
@@ -79,66 +79,68 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "WORK_UNIT", "int", 64,
         "Rows (one block each) that every SELECT or UPDATE visits through one index range scan.",
-        RUN_SCOPES, minimum=1, maximum=1024, unit="rows", metavar="ROWS",
+        RUN_SCOPES, minimum=1, maximum=1024, unit="rows", metavar="ROWS", workload=True,
     ),
     Option(
         "REDO_STRESS", "choice", "LITE",
         "LITE updates two columns per row; HEAVY updates every pad column and writes far more "
         "WAL (redo).",
-        RUN_SCOPES, choices=("LITE", "HEAVY"),
+        RUN_SCOPES, choices=("LITE", "HEAVY"), workload=True,
     ),
     Option(
         "THREADS_PER_SCHEMA", "int", 1,
         "Sessions connected to each schema.",
-        RUN_SCOPES, minimum=1, maximum=MAX_SESSIONS,
+        RUN_SCOPES, minimum=1, maximum=MAX_SESSIONS, workload=True,
     ),
     Option(
         "SESSIONS", "int", 0,
         "Total sessions of the run, spread over the schemas; 0 means SCHEMAS x "
         "THREADS_PER_SCHEMA.",
-        RUN_SCOPES, slob=False, minimum=0, maximum=MAX_SESSIONS,
+        RUN_SCOPES, slob=False, minimum=0, maximum=MAX_SESSIONS, workload=True,
     ),
     Option(
         "HOT_SCHEMA_FREQUENCY", "int", 0,
         "Every Nth SLOBop goes to schema user1 instead of the session's own schema; 0 disables "
         "the hot schema.",
-        RUN_SCOPES, minimum=0, maximum=10**6,
+        RUN_SCOPES, minimum=0, maximum=10**6, workload=True,
     ),
     Option(
         "DO_HOTSPOT", "bool", False,
         "Send every HOTSPOT_FREQUENCY-th SLOBop into a small hot region of each table.",
-        RUN_SCOPES,
+        RUN_SCOPES, workload=True,
     ),
     Option(
         "HOTSPOT_MB", "mb", 8,
         "Size of the hot region used when DO_HOTSPOT is TRUE.",
-        RUN_SCOPES, minimum=1,
+        RUN_SCOPES, minimum=1, workload=True, needs="DO_HOTSPOT",
     ),
     Option(
         "HOTSPOT_OFFSET_MB", "mb", 16,
         "Where the hot region starts, measured from the start of the table.",
-        RUN_SCOPES, minimum=0,
+        RUN_SCOPES, minimum=0, workload=True, needs="DO_HOTSPOT",
     ),
     Option(
         "HOTSPOT_FREQUENCY", "int", 3,
         "With DO_HOTSPOT, every Nth SLOBop picks its keys inside the hot region.",
-        RUN_SCOPES, minimum=1, maximum=10**6,
+        RUN_SCOPES, minimum=1, maximum=10**6, workload=True, needs="DO_HOTSPOT",
     ),
     Option(
         "THINK_TM_FREQUENCY", "int", 0,
         "Every Nth SLOBop is followed by think time; 0 disables think time.",
-        RUN_SCOPES, minimum=0, maximum=10**6,
+        RUN_SCOPES, minimum=0, maximum=10**6, workload=True,
     ),
     Option(
         "THINK_TM_MIN", "float", 0.1,
         "Shortest think time in seconds.",
         RUN_SCOPES, minimum=0, maximum=3600, unit="seconds", metavar="SECONDS",
+        workload=True, needs="THINK_TM_FREQUENCY",
     ),
     Option(
         "THINK_TM_MAX", "float", 0.5,
         "Longest think time in seconds; each pause is drawn uniformly between THINK_TM_MIN and "
         "THINK_TM_MAX.",
         RUN_SCOPES, minimum=0, maximum=3600, unit="seconds", metavar="SECONDS",
+        workload=True, needs="THINK_TM_FREQUENCY",
     ),
     Option(
         "PAGE_SIZE", "choice", "16K",
@@ -167,6 +169,13 @@ OPTIONS: tuple[Option, ...] = (
         "WARMUP", "seconds", 5.0,
         "Load applied before the measured window opens; nothing is recorded during warm-up.",
         RUN_SCOPES, slob=False, minimum=0, maximum=DAY,
+    ),
+    Option(
+        "REPEAT", "int", 1,
+        "Runs of every point (of `slob run`: of the one run), interleaved across points "
+        "(A B C A B C) so that drift does not look like a difference; each repeat is a run "
+        "directory of its own and the point's summary gives median, min, max and CV.",
+        RUN_SCOPES, slob=False, minimum=1, maximum=100, listable=False,
     ),
     Option(
         "SAMPLE_INTERVAL", "seconds", 1.0,

@@ -16,6 +16,13 @@ mean of means); "mean" is a share of one host's capacity (averaged over hosts); 
 adds the instances' shares within a host, then averages over hosts; "ratio" is computed from
 the totals; "same" is kept only when every part agrees. `host` figures (devices, CPU, pressure)
 count once per host however many instances it serves.
+
+`better` says which way is an improvement when two runs are compared (`slob compare`):
+"higher" (throughput), "lower" (latency, CPU per op) or None (a share, a count that the
+workload sets); `compared` puts a figure in the default set slob compare reports (the
+issue's list: throughput, MB/s, logical reads, DB and device read latency, op p50/p99, WAL,
+CPU per op). DERIVED figures are not stored in run.json: readers compute them from it
+(analysis/figures.py), the table gives them their unit, label and direction like the others.
 """
 
 from __future__ import annotations
@@ -48,13 +55,15 @@ class Metric:
     digits: int = 1
     source: str = "database"  # loop | database | server | live | host | engine
     brief: str = ""  # its name on the progress line ("": not shown there; needs live)
+    better: str | None = None  # "higher" | "lower" | None: the direction of an improvement
+    compared: bool = False  # in `slob compare`'s default set (its --metric picks others)
 
     def label_for(self, terms: Mapping[str, str] | None = None) -> str:
         return self.label.format_map({**DEFAULT_TERMS, **(terms or {})})
 
 
 def _loop(key: str, label: str, **kw: Any) -> Metric:
-    return Metric(key, "ops/s", label, live=True, source="loop", **kw)
+    return Metric(key, "ops/s", label, live=True, source="loop", better="higher", **kw)
 
 
 def _db(key: str, unit: str, label: str, **kw: Any) -> Metric:
@@ -67,7 +76,7 @@ def _host(key: str, unit: str, label: str, **kw: Any) -> Metric:
 
 
 LOOP = (
-    _loop("slobops_per_s", "SLOBops", short="EXECUTES/s", brief="ops/s"),
+    _loop("slobops_per_s", "SLOBops", short="EXECUTES/s", brief="ops/s", compared=True),
     _loop("selects_per_s", "SELECT ops"),
     _loop("updates_per_s", "UPDATE ops (each commits)"),
     _loop("scans_per_s", "SCAN ops"),
@@ -82,11 +91,49 @@ LOOP = (
 )
 
 DATABASE = (
-    _db("lio_per_s", "blocks/s", "Logical reads (blocks)", short="LIO/s", digits=0),
-    _db("pio_reads_per_s", "reads/s", "Physical reads ({db_io})", short="PREADS/s", digits=0),
-    _db("pio_read_mb_per_s", "MB/s", "Physical read MB/s", short="READ_MB/s"),
-    _db("pio_writes_per_s", "writes/s", "Physical writes ({db_io})", short="PWRITES/s", digits=0),
-    _db("pio_write_mb_per_s", "MB/s", "Physical write MB/s", short="WRITE_MB/s"),
+    _db(
+        "lio_per_s",
+        "blocks/s",
+        "Logical reads (blocks)",
+        short="LIO/s",
+        digits=0,
+        better="higher",
+        compared=True,
+    ),
+    _db(
+        "pio_reads_per_s",
+        "reads/s",
+        "Physical reads ({db_io})",
+        short="PREADS/s",
+        digits=0,
+        better="higher",
+        compared=True,
+    ),
+    _db(
+        "pio_read_mb_per_s",
+        "MB/s",
+        "Physical read MB/s",
+        short="READ_MB/s",
+        better="higher",
+        compared=True,
+    ),
+    _db(
+        "pio_writes_per_s",
+        "writes/s",
+        "Physical writes ({db_io})",
+        short="PWRITES/s",
+        digits=0,
+        better="higher",
+        compared=True,
+    ),
+    _db(
+        "pio_write_mb_per_s",
+        "MB/s",
+        "Physical write MB/s",
+        short="WRITE_MB/s",
+        better="higher",
+        compared=True,
+    ),
     _db(
         "db_read_latency_us",
         "µs",
@@ -95,6 +142,8 @@ DATABASE = (
         combine="weighted",
         weight="pio_reads_per_s",
         brief="db read us",
+        better="lower",
+        compared=True,
     ),
     _db(
         "db_write_latency_us",
@@ -102,8 +151,17 @@ DATABASE = (
         "DB write latency",
         combine="weighted",
         weight="pio_writes_per_s",
+        better="lower",
     ),
-    _db("wal_mb_per_s", "MB/s", "{log} MB/s", short="REDO_MB/s", digits=2),
+    _db(
+        "wal_mb_per_s",
+        "MB/s",
+        "{log} MB/s",
+        short="REDO_MB/s",
+        digits=2,
+        better="higher",
+        compared=True,
+    ),
     _db("wal_records_per_s", "records/s", "{log} records"),
     _db("wal_fpi_per_s", "images/s", "{log} full-page images"),
     _db("wal_writes_per_s", "writes/s", "{log} writes"),
@@ -115,8 +173,9 @@ DATABASE = (
         short="WAL_SYNC_US",
         combine="weighted",
         weight="wal_syncs_per_s",
+        better="lower",
     ),
-    _db("commits_per_s", "commits/s", "Commits"),
+    _db("commits_per_s", "commits/s", "Commits", better="higher"),
     _db("rollbacks_per_s", "rollbacks/s", "Rollbacks"),
     Metric("db_time_s", "s", "DB time (active sessions)", short="DB TIME"),
     _db("temp_mb", "MB", "Temporary files MB"),
@@ -124,10 +183,35 @@ DATABASE = (
 )
 
 HOST = (
-    _host("device_reads_per_s", "reads/s", "Device reads", live=True, digits=0, brief="dev r/s"),
-    _host("device_writes_per_s", "writes/s", "Device writes", live=True, digits=0, brief="w/s"),
-    _host("device_read_mb_per_s", "MB/s", "Device read MB/s", live=True, brief="MB/s r"),
-    _host("device_write_mb_per_s", "MB/s", "Device write MB/s", live=True, brief="w"),
+    _host(
+        "device_reads_per_s",
+        "reads/s",
+        "Device reads",
+        live=True,
+        digits=0,
+        brief="dev r/s",
+        better="higher",
+    ),
+    _host(
+        "device_writes_per_s",
+        "writes/s",
+        "Device writes",
+        live=True,
+        digits=0,
+        brief="w/s",
+        better="higher",
+    ),
+    _host(
+        "device_read_mb_per_s",
+        "MB/s",
+        "Device read MB/s",
+        live=True,
+        brief="MB/s r",
+        better="higher",
+    ),
+    _host(
+        "device_write_mb_per_s", "MB/s", "Device write MB/s", live=True, brief="w", better="higher"
+    ),
     _host(
         "device_read_latency_us",
         "µs",
@@ -137,6 +221,8 @@ HOST = (
         live=True,
         combine="weighted",
         weight="device_reads_per_s",
+        better="lower",
+        compared=True,
     ),
     _host(
         "device_write_latency_us",
@@ -145,6 +231,7 @@ HOST = (
         live=True,
         combine="weighted",
         weight="device_writes_per_s",
+        better="lower",
     ),
     _host(
         "device_avg_read_kb",
@@ -169,6 +256,7 @@ HOST = (
         "Device flush latency",
         combine="weighted",
         weight="device_flushes_per_s",
+        better="lower",
     ),
     _host("cpu_user_pct", "%", "CPU user", live=True, combine="mean", brief="cpu usr %"),
     _host("cpu_sys_pct", "%", "CPU sys", live=True, combine="mean", brief="sys %"),
@@ -212,7 +300,40 @@ def _latency(kind: str) -> tuple[Metric, ...]:
 
 LATENCY = tuple(m for kind in OP_KINDS for m in _latency(kind))
 
-CORE: tuple[Metric, ...] = (*LOOP, *DATABASE, *HOST, *LATENCY)
+# Computed by readers from a run.json (analysis/figures.py), never stored in it.
+DERIVED = (
+    Metric(
+        "op_p50_us",
+        "µs",
+        "SLOBop latency p50 (all op types)",
+        short="OP_P50_US",
+        digits=0,
+        source="derived",
+        better="lower",
+        compared=True,
+    ),
+    Metric(
+        "op_p99_us",
+        "µs",
+        "SLOBop latency p99 (all op types)",
+        short="OP_P99_US",
+        digits=0,
+        source="derived",
+        better="lower",
+        compared=True,
+    ),
+    Metric(
+        "db_cpu_us_per_op",
+        "µs",
+        "DB CPU per SLOBop",
+        short="CPU_US/OP",
+        source="derived",
+        better="lower",
+        compared=True,
+    ),
+)
+
+CORE: tuple[Metric, ...] = (*LOOP, *DATABASE, *HOST, *LATENCY, *DERIVED)
 
 
 class MetricTable(Mapping[str, Metric]):

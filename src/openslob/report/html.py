@@ -1,20 +1,27 @@
-"""One self-contained HTML file for a run or a sweep: inline SVG and CSS, works offline.
+"""One self-contained HTML file for a run, a sweep or a comparison: inline SVG and CSS,
+works offline.
 
-Reads only results (run.json, timeseries.csv, sweep.json) through collect.py; the plots and
-the analyze table come from the same functions the CLI uses.
+Reads only results (run.json, timeseries.csv, sweep.json) through collect.py, or a
+comparison built from them (analysis/compare.py); the plots and tables come from the same
+functions the CLI uses.
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from openslob import __version__
+from openslob.analysis import repeats
 from openslob.analysis.awrinfo import analyze_rows, plain_columns, render_table
+from openslob.analysis.compare import Comparison
+from openslob.analysis.rules import RuleResult
 from openslob.analysis.sustained import detect_degradation, load_timeseries, render_degradation
 from openslob.oracle import awr_rows
 from openslob.report import plots
+from openslob.report.comparison import render_text as comparison_text
 from openslob.report.text import render_text
 from openslob.results.collect import RunRef, oracle_reports
 from openslob.results.rundir import write_atomic
@@ -64,11 +71,15 @@ def _warnings(run: dict) -> str:
 
 
 def _summary(refs: list[RunRef]) -> str:
-    """The analyze table; awr_info's own columns when every run is an Oracle report."""
+    """The analyze table; awr_info's own columns when every run is an Oracle report, one
+    line per point (median (min–max)) when points were repeated, as `slob analyze` does."""
     reports = oracle_reports(refs)
     if reports:
         rows = awr_rows(reports)
         return render_table(rows, plain_columns(rows))
+    points = repeats.group_points(refs)
+    if repeats.repeated(points):
+        return repeats.render_point_table(points, repeats.DEFAULT_MAX_CV_PCT)
     return render_table(analyze_rows(refs))
 
 
@@ -123,6 +134,39 @@ def sweep_html(refs: list[RunRef], title: str) -> str:
             f"{_warnings(ref.run)}{_pre(_report_text(ref))}</details>"
         )
     return _page(title, body)
+
+
+def compare_html(comparison: Comparison, rules: Sequence[RuleResult] = ()) -> str:
+    """The comparison's text (differences, method, every point's changes, the rules), the
+    overlaid petal plots and the bar chart of the changes, then each side's runs."""
+    from openslob.report import compareplots
+
+    body = ["<h2>Comparison</h2>", _pre(comparison_text(comparison, rules))]
+    body.append(
+        _figure(
+            compareplots.changes_chart(comparison),
+            "Change of the median per figure and point; whiskers: the interval",
+        )
+    )
+    for x, caption in (("iops", "physical I/O per second"), ("mbps", "MB per second")):
+        body.append(
+            _figure(
+                compareplots.overlay_petal(comparison, x=x),
+                f"Petal plots of both sides overlaid: latency vs {caption}; points are "
+                "medians, bars min–max over their runs",
+            )
+        )
+    for role, side in (("Base", comparison.base), ("Candidate", comparison.cand)):
+        body.append(f"<h2>{role}: {html.escape(side.label)} (analyze)</h2>")
+        body.append(_pre(_summary(side.refs)))
+    title = f"openslob compare: {comparison.base.label} vs {comparison.cand.label}"
+    return _page(title, body)
+
+
+def write_compare_html(
+    comparison: Comparison, output: Path, rules: Sequence[RuleResult] = ()
+) -> Path:
+    return write_atomic(output, compare_html(comparison, rules))
 
 
 def _problems(problems: list[str]) -> str:

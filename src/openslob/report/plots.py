@@ -9,315 +9,58 @@ that was not measured (None / empty CSV cell) is skipped or drawn as a gap, neve
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from matplotlib import patheffects
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
-from openslob.model.histogram import Histogram, bucket_bounds, merged_ops, of_summary
-from openslob.model.metrics import METRICS
+from openslob.model.histogram import Histogram, bucket_bounds, of_summary
 from openslob.model.metrics import label as metric_label
-from openslob.results.rundir import write_atomic
+from openslob.report.figure import DPI, HALO, MARK_COLOR, figure_svg, save
+from openslob.report.figure import empty as _empty
+from openslob.report.figure import log_axis as _log_axis
+from openslob.report.figure import new_figure as _new_figure
+from openslob.report.figure import number_axis as _number_axis
+from openslob.report.petal import (
+    LATENCY_LABELS,
+    LATENCY_METRICS,
+    X_CHOICES,
+    PetalPoint,
+    curve_label,
+    petal,
+    petal_points,
+    petal_x,
+    petal_y,
+    session_count,
+    update_pct,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from openslob.results.collect import RunRef
+# the petal plot and the figure helpers live in petal.py and figure.py; callers keep one name
+__all__ = [
+    "DPI",
+    "LATENCY_LABELS",
+    "LATENCY_METRICS",
+    "X_CHOICES",
+    "PetalPoint",
+    "curve_label",
+    "figure_svg",
+    "latency_histogram",
+    "petal",
+    "petal_points",
+    "petal_x",
+    "petal_y",
+    "save",
+    "session_count",
+    "timeseries",
+    "update_pct",
+]
 
-DPI = 120
-PCT_COLORS = (
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#ff7f0e",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#bcbd22",
-    "#7f7f7f",
-)
-# One line style + marker family per sweep, so overlaid sweeps stay apart even in greyscale.
-SWEEP_STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1, 1, 1)), "v"))
-MARK_COLOR = "#d62728"
-# a white outline keeps small labels legible where they cross a line or grid
-HALO = [patheffects.withStroke(linewidth=2.5, foreground="white")]
-
-X_CHOICES: dict[str, tuple[tuple[str, ...], str]] = {
-    "iops": (("pio_reads_per_s", "pio_writes_per_s"), "Physical I/O per second (DB)"),
-    "mbps": (("pio_read_mb_per_s", "pio_write_mb_per_s"), "Physical I/O MB/s (DB)"),
-}
-# --latency choices that are metrics (the table names them); the others are op percentiles.
-LATENCY_METRICS = {"db_read": "db_read_latency_us", "device_read": "device_read_latency_us"}
-LATENCY_TITLES = {
-    **{choice: metric_label(key) for choice, key in LATENCY_METRICS.items()},
-    "op_p50": "SLOBop p50",
-    "op_p99": "SLOBop p99",
-}
-LATENCY_LABELS = {
-    **{c: f"{metric_label(k)} ({METRICS[k].unit})" for c, k in LATENCY_METRICS.items()},
-    "op_p50": "SLOBop latency p50, all op types (µs)",
-    "op_p99": "SLOBop latency p99, all op types (µs)",
-}
-X_TITLES = {"iops": "DB physical I/O per second", "mbps": "DB physical MB/s"}
 NINES = (0.0, 50.0, 90.0, 99.0, 99.9, 99.99)
-
-
-# --- shared helpers -----------------------------------------------------------------------
-
-
-def _thousands(value: float, _pos: object = None) -> str:
-    if value == 0:
-        return "0"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    return f"{value:,.3g}"
-
-
-def _number_axis(axis: Any) -> None:
-    """Plain numbers with separators: 1,000 rather than 10^3 or 1e3 offsets."""
-    axis.set_major_formatter(FuncFormatter(_thousands))
-
-
-def _log_axis(axis: Any) -> None:
-    """Log scale labelled at 1-2-5 steps: a range inside one decade still gets numbers."""
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_minor_formatter(NullFormatter())
-    _number_axis(axis)
-
-
-def _new_figure(width: float, height: float) -> Figure:
-    return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
-
-
-def _footnote(fig: Figure, text: str) -> None:
-    fig.text(0.01, 0.0, text, ha="left", va="top", fontsize=8, color="#555555")
-
-
-def _empty(ax: Axes, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#555555")
-    ax.set_xticks([])
-    ax.set_yticks([])
-
-
-def save(
-    fig: Figure, path_without_suffix: Path | str, formats: Sequence[str] = ("png", "svg")
-) -> list[Path]:
-    """Write the figure once per format as <path>.<format>; returns the files written."""
-    base = Path(path_without_suffix)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    written = []
-    for fmt in formats:
-        # append, never with_suffix: "petal.db_read" must not lose its ".db_read"
-        target = base.with_name(f"{base.name}.{fmt}")
-        # whole or not at all: a full disk must not leave a truncated image behind
-        write_atomic(
-            target,
-            lambda fh, fmt=fmt: fig.savefig(
-                fh, format=fmt, dpi=DPI, bbox_inches="tight", metadata=_metadata(fmt)
-            ),
-        )
-        written.append(target)
-    return written
-
-
-def figure_svg(fig: Figure) -> str:
-    """The figure as an <svg> element, without XML prolog or DOCTYPE, ready to inline in HTML."""
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", dpi=DPI, bbox_inches="tight", metadata=_metadata("svg"))
-    text = buf.getvalue()
-    return text[text.index("<svg") :]
-
-
-def _metadata(fmt: str) -> dict[str, Any] | None:
-    # no timestamps in the files: the same results give byte-identical reports
-    if fmt == "svg":
-        return {"Date": None}
-    if fmt == "pdf":
-        return {"CreationDate": None}
-    return None
-
-
-# --- petal plot ---------------------------------------------------------------------------
-
-
-@dataclass
-class PetalPoint:
-    label: str
-    update_pct: float
-    sessions: int
-    x: float
-    y: float
-    name: str
-
-
-def update_pct(ref: RunRef) -> float | None:
-    value = (ref.run.get("config") or {}).get("UPDATE_PCT", ref.point.get("UPDATE_PCT"))
-    return None if value is None else float(value)
-
-
-def session_count(ref: RunRef) -> int | None:
-    sessions = ref.run.get("sessions")
-    if sessions:
-        return len(sessions)
-    value = ref.point.get("SESSIONS")
-    return int(value) if value else None
-
-
-def petal_x(run: Mapping[str, Any], x: str) -> float | None:
-    keys, _ = X_CHOICES[x]
-    metrics = run.get("metrics") or {}
-    values = [metrics.get(key) for key in keys]
-    if values[0] is None:
-        return None
-    # a read-only run may report writes as null on some versions: reads alone still count
-    return float(sum(v for v in values if v is not None))
-
-
-def petal_y(run: Mapping[str, Any], latency: str) -> float | None:
-    metrics = run.get("metrics") or {}
-    if latency in LATENCY_METRICS:
-        value = metrics.get(LATENCY_METRICS[latency])
-    else:
-        hist = merged_ops(run.get("latency"))
-        value = None if hist is None else hist.percentile_us(50 if latency == "op_p50" else 99)
-    return None if value is None else float(value)
-
-
-def petal_points(
-    refs: Sequence[RunRef], x: str, latency: str
-) -> tuple[list[PetalPoint], list[str]]:
-    """Plottable points, and the names of runs skipped because a coordinate was not measured."""
-    points, skipped = [], []
-    for ref in refs:
-        pct, sessions = update_pct(ref), session_count(ref)
-        px, py = petal_x(ref.run, x), petal_y(ref.run, latency)
-        if None in (pct, sessions, px, py):
-            skipped.append(ref.name)
-            continue
-        points.append(PetalPoint(curve_label(ref), pct, sessions, px, py, ref.name))
-    return points, skipped
-
-
-def curve_label(ref: RunRef) -> str:
-    """Whose curves a run belongs to: its sweep or directory, and the engine's variant when
-    it has one (engine.variant: a page size chosen per server, one petal set per page size
-    in the block-size study)."""
-    variant = (ref.run.get("engine") or {}).get("variant")
-    return f"{ref.label} · {variant}" if variant else ref.label
-
-
-def _pct_text(pct: float) -> str:
-    return f"{pct:g} % update"
-
-
-def petal(
-    refs: Sequence[RunRef],
-    *,
-    x: str = "iops",
-    latency: str = "db_read",
-    log_x: bool = False,
-    log_y: bool = False,
-    title: str | None = None,
-) -> Figure:
-    """SLOB petal plot: one curve per sweep and UPDATE_PCT, points in session-count order."""
-    if x not in X_CHOICES:
-        raise ValueError(f"x must be one of {', '.join(X_CHOICES)}, not {x!r}")
-    if latency not in LATENCY_LABELS:
-        raise ValueError(f"latency must be one of {', '.join(LATENCY_LABELS)}, not {latency!r}")
-    points, skipped = petal_points(refs, x, latency)
-    fig = _new_figure(9, 6)
-    ax = fig.add_subplot()
-    ax.set_title(title or f"SLOB petal plot: {LATENCY_TITLES[latency]} vs {X_TITLES[x]}")
-    ax.set_xlabel(X_CHOICES[x][1])
-    ax.set_ylabel(LATENCY_LABELS[latency])
-    ax.grid(True, which="major", alpha=0.4)
-    if not points:
-        _empty(ax, "no run has both coordinates measured")
-    else:
-        _draw_curves(ax, points)
-        _petal_axes(ax, log_x, log_y)
-    if skipped:
-        names = ", ".join(skipped[:6]) + (", …" if len(skipped) > 6 else "")
-        _footnote(fig, f"{len(skipped)} skipped: not measured ({names})")
-    return fig
-
-
-def _draw_curves(ax: Axes, points: list[PetalPoint]) -> None:
-    labels = list(dict.fromkeys(p.label for p in points))  # first-seen order = sweep order
-    pcts = sorted({p.update_pct for p in points})
-    overlay = len(labels) > 1
-    drawn = 0
-    for li, label in enumerate(labels):
-        linestyle, marker = SWEEP_STYLES[li % len(SWEEP_STYLES)]
-        for pct in pcts:
-            curve = sorted(
-                (p for p in points if p.label == label and p.update_pct == pct),
-                key=lambda p: (p.sessions, p.name),
-            )
-            if not curve:
-                continue
-            color = PCT_COLORS[pcts.index(pct) % len(PCT_COLORS)]
-            legend = f"{label} · {_pct_text(pct)}" if overlay else _pct_text(pct)
-            ax.plot(
-                [p.x for p in curve],
-                [p.y for p in curve],
-                linestyle=linestyle,
-                marker=marker,
-                color=color,
-                markersize=5,
-                linewidth=1.6,
-                label=legend,
-            )
-            _annotate_sessions(ax, curve, color, above=drawn % 2 == 0)
-            drawn += 1
-    ax.legend(
-        title="sessions annotated at each point",
-        title_fontsize=8,
-        fontsize=8,
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        borderaxespad=0,
-    )
-
-
-def _annotate_sessions(ax: Axes, curve: list[PetalPoint], color: str, *, above: bool) -> None:
-    """Session count beside each point; neighbouring curves alternate sides so the numbers of
-    close curves (low session counts bunch together) do not print over each other."""
-    dx, dy = (-4, 4) if above else (4, -4)
-    for p in curve:
-        ax.annotate(
-            str(p.sessions),
-            (p.x, p.y),
-            xytext=(dx, dy),
-            textcoords="offset points",
-            ha="right" if above else "left",
-            va="bottom" if above else "top",
-            fontsize=8,
-            color=color,
-            path_effects=HALO,
-        )
-
-
-def _petal_axes(ax: Axes, log_x: bool, log_y: bool) -> None:
-    ax.margins(x=0.08, y=0.08)
-    for log, set_scale, set_lim, axis in (
-        (log_x, ax.set_xscale, ax.set_xlim, ax.xaxis),
-        (log_y, ax.set_yscale, ax.set_ylim, ax.yaxis),
-    ):
-        if log:
-            set_scale("log")
-            _log_axis(axis)
-        else:
-            set_lim(0, None)  # from zero: the eye reads a petal's width and height as ratios
-            _number_axis(axis)
 
 
 # --- time series --------------------------------------------------------------------------

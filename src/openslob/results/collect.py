@@ -4,17 +4,25 @@ A run directory holds run.json (and report.txt, timeseries.csv). A sweep directo
 sweep.json and one run directory per point:
 
     SWEEP/sweep.json     {"schema_version": 1, "kind": "sweep", "label": str | None,
-                          "created": ISO time, "axes": {"UPDATE_PCT": [0, 10], "SESSIONS": [1, 2]},
+                          "created": ISO time, "repeat": runs per point,
+                          "axes": {"UPDATE_PCT": [0, 10], "SESSIONS": [1, 2]},
                           "base": {fixed parameters by slob.conf name},
                           "points": [{"name": "update_pct-0_sessions-1",
+                                      "point": "update_pct-0_sessions-1",
+                                      "repeat": 1,
                                       "params": {"UPDATE_PCT": 0, "SESSIONS": 1},
                                       "status": "pending" | "running" | "complete" |
                                                 "interrupted" | "failed",
                                       "run_dir": "update_pct-0_sessions-1",
                                       "started": ISO | None, "finished": ISO | None,
                                       "error": str | None}, ...]}
-    SWEEP/sweep.csv      the analyze table of the complete points
-    SWEEP/<point name>/  a run directory
+    SWEEP/sweep.csv      the analyze table of the complete runs (with their repeat)
+    SWEEP/summary.csv    per point and figure: runs, median, min, max, CV % (summary.json too)
+    SWEEP/<run name>/    a run directory: the point's name, and _repeat-K from the second
+                         repeat on (REPEAT > 1: each point runs REPEAT times, interleaved)
+A repeated `slob run` (REPEAT > 1) is a sweep of one point: RESULTS_DIR/repeat-LABEL with
+repeat-1/, repeat-2/, … (its point has no name and no params).
+Older sweep.json files have no "point" and "repeat": each entry is then its own point.
 Oracle AWR / Statspack text reports (SLOB's awr.<pct>.<sessions>.txt, awr.txt.<sessions>) are
 runs too: a report file, or a directory holding them, becomes run.json-shaped dicts
 (oracle.to_run) labelled by the directory, so a directory of them plots as one sweep. RAC: a
@@ -61,6 +69,8 @@ class RunRef:
     sweep: str | None = None  # the sweep's label (or directory name)
     point: dict[str, Any] = field(default_factory=dict)  # the varied params of its point
     oracle: OracleReport | None = None  # the parsed report when the run is an Oracle report
+    repeat: int | None = None  # which repeat of its sweep point (sweep.json), 1-based
+    point_name: str | None = None  # the sweep point's name ("" for a repeated run's point)
 
     @property
     def name(self) -> str:
@@ -210,7 +220,16 @@ def _sweep_runs(path: Path, errors: list[str]) -> list[RunRef]:
         if (run_dir / RUN_FILE).exists():
 
             def read(run_dir: Path, point: dict[str, Any] = point) -> list[RunRef]:
-                return [RunRef(run_dir, load_run(run_dir), label, dict(point["params"]))]
+                return [
+                    RunRef(
+                        run_dir,
+                        load_run(run_dir),
+                        label,
+                        dict(point["params"]),
+                        repeat=point.get("repeat"),
+                        point_name=point.get("point", point["name"]),
+                    )
+                ]
 
             refs += _readable(read, run_dir, errors)
     return refs

@@ -8,6 +8,14 @@ Every point's full configuration is resolved and validated before the first run 
 The sweep directory (collect.py has the contract) is named after the label, not the time, so
 rerunning the same command finds it: complete points are skipped, interrupted or failed ones
 are run again, and a different plan in the same directory is refused.
+
+REPEAT > 1 runs every point that many times, each repeat a run directory of its own, in
+rounds: every point once, then every point again (A B C A B C, not A A A B B B), so that a
+drift of the machine over the sweep (a filling SSD, a neighbour's load) spreads over all
+points instead of looking like a difference between them. Rounds are interleaved within one
+private server's points (a page size): switching servers at every run would restart them. A
+sweep may be rerun with a larger REPEAT: the new rounds are added and run after the old ones.
+A repeated `slob run` is a plan of one point without axes (`plan_sweep(..., single=True)`).
 """
 
 from __future__ import annotations
@@ -54,9 +62,35 @@ class SweepPlan:
     axes: dict[str, list[Any]]
     base: dict[str, Any]
     points: list[Point] = field(default_factory=list)
+    repeat: int = 1
 
     def as_json_plan(self) -> dict[str, Any]:
         return {"axes": self.axes, "base": self.base}
+
+    def runs(self) -> list[tuple[Point, int]]:
+        """(point, repeat) in the order they run: rounds over the points of each private
+        server (a PAGE_SIZE value: its points are consecutive, the axis is outermost)."""
+        blocks: list[list[Point]] = []
+        for point in self.points:
+            server = point.params.get(_SERVER_AXIS)
+            if blocks and blocks[-1][0].params.get(_SERVER_AXIS) == server:
+                blocks[-1].append(point)
+            else:
+                blocks.append([point])
+        return [
+            (point, repeat)
+            for block in blocks
+            for repeat in range(1, self.repeat + 1)
+            for point in block
+        ]
+
+
+def run_name(point: str, repeat: int) -> str:
+    """The run directory of one repeat: the point's name (a sweep of REPEAT=1 is named as
+    before repeats existed), `_repeat-K` from the second on; repeat-K for a repeated run."""
+    if not point:
+        return f"repeat-{repeat}"
+    return point if repeat == 1 else f"{point}_repeat-{repeat}"
 
 
 def split_axes(
@@ -71,6 +105,8 @@ def split_axes(
             if option.kind in _NOT_LISTABLE:
                 single[name] = raw
                 continue
+            if not option.listable:
+                raise ConfigError(f"{name}={raw}: takes one value, not a list")
             values = [v.strip() for v in raw.split(",")]
             if any(not v for v in values):
                 raise ConfigError(f"{name}={raw}: empty value in the list")
@@ -109,10 +145,13 @@ def _text(value: Any) -> str:
     return str(value).lower()
 
 
-def plan_sweep(flags: Mapping[str, str | None], conf: Path | None, cwd: Path) -> SweepPlan:
-    """Resolve and validate every point before anything runs."""
-    single, raw_axes = split_axes(flags)
-    if not raw_axes:
+def plan_sweep(
+    flags: Mapping[str, str | None], conf: Path | None, cwd: Path, *, single: bool = False
+) -> SweepPlan:
+    """Resolve and validate every point before anything runs (`single`: one point, no
+    axes: a repeated `slob run`)."""
+    fixed, raw_axes = split_axes(flags) if not single else (dict(flags), {})
+    if not raw_axes and not single:
         raise ConfigError(
             "a sweep needs at least one list, e.g. --sessions 1,2,4,8 --update-pct 0,10,20,30"
         )
@@ -123,12 +162,14 @@ def plan_sweep(flags: Mapping[str, str | None], conf: Path | None, cwd: Path) ->
             raise ConfigError(f"{name}={','.join(values)}: a value is listed twice")
         parsed[name] = items
     axes = _ordered_axes(parsed)
-    base_config = resolve(single, conf, cwd=cwd)
+    base_config = resolve(fixed, conf, cwd=cwd)
     plan = SweepPlan(
-        axes=axes, base={k: v for k, v in base_config.as_dict().items() if k not in axes}
+        axes=axes,
+        base={k: v for k, v in base_config.as_dict().items() if k not in axes},
+        repeat=base_config["REPEAT"],
     )
     for combo in _combinations(list(axes.items())):
-        point_flags = dict(single)
+        point_flags = dict(fixed)
         point_flags.update(
             {name: raw_axes[name][parsed[name].index(v)] for name, v in combo.items()}
         )
@@ -154,21 +195,26 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _entry(point: Point, repeat: int) -> dict[str, Any]:
+    name = run_name(point.name, repeat)
+    return {
+        "name": name,
+        "point": point.name,
+        "repeat": repeat,
+        "params": point.params,
+        "status": "pending",
+        "run_dir": name,
+        "started": None,
+        "finished": None,
+        "error": None,
+    }
+
+
 def load_or_create(path: Path, plan: SweepPlan, label: str | None) -> dict[str, Any]:
-    """The sweep.json to work from: the existing one when the plan matches, else a new one."""
+    """The sweep.json to work from: the existing one when the plan matches (with the runs a
+    larger REPEAT adds), else a new one."""
     file = path / SWEEP_FILE
-    fresh_points = [
-        {
-            "name": p.name,
-            "params": p.params,
-            "status": "pending",
-            "run_dir": p.name,
-            "started": None,
-            "finished": None,
-            "error": None,
-        }
-        for p in plan.points
-    ]
+    fresh = [_entry(point, repeat) for point, repeat in plan.runs()]
     if file.exists():
         existing = json.loads(file.read_text())
         if _comparable(existing) != _comparable({"axes": plan.axes, "base": plan.base}):
@@ -176,6 +222,8 @@ def load_or_create(path: Path, plan: SweepPlan, label: str | None) -> dict[str, 
                 f"{path} holds a sweep with a different plan; use another --label "
                 "(or --sweep-dir) for this one"
             )
+        _merge_repeats(existing, fresh, plan)
+        save(path, existing)
         return existing
     path.mkdir(parents=True, exist_ok=True)
     sweep = {
@@ -185,17 +233,34 @@ def load_or_create(path: Path, plan: SweepPlan, label: str | None) -> dict[str, 
         "created": _now(),
         "axes": plan.axes,
         "base": plan.base,
-        "points": fresh_points,
+        "repeat": plan.repeat,
+        "points": fresh,
     }
     save(path, sweep)
     return sweep
 
 
+def _merge_repeats(sweep: dict[str, Any], fresh: list[dict[str, Any]], plan: SweepPlan) -> None:
+    """A different REPEAT on a rerun: new rounds are appended (run after the old ones);
+    with a smaller one, runs beyond it that are not complete are dropped (complete ones
+    were measured and stay)."""
+    known = {entry["name"] for entry in sweep["points"]}
+    for entry in sweep["points"]:  # sweeps written before repeats: each entry is a point
+        entry.setdefault("point", entry["name"])
+        entry.setdefault("repeat", 1)
+    sweep["points"] = [
+        e for e in sweep["points"] if e["repeat"] <= plan.repeat or e["status"] == "complete"
+    ]
+    sweep["points"] += [entry for entry in fresh if entry["name"] not in known]
+    sweep["repeat"] = plan.repeat
+    sweep["base"]["REPEAT"] = plan.repeat
+
+
 def _comparable(sweep: Mapping[str, Any]) -> str:
     # Through JSON so that tuples/lists and int/float spellings compare the way they're stored.
-    return json.dumps(
-        {"axes": sweep.get("axes"), "base": sweep.get("base")}, sort_keys=True, default=str
-    )
+    # REPEAT is how often, not what: a rerun may add rounds (_merge_repeats).
+    base = {k: v for k, v in (sweep.get("base") or {}).items() if k != "REPEAT"}
+    return json.dumps({"axes": sweep.get("axes"), "base": base}, sort_keys=True, default=str)
 
 
 def save(path: Path, sweep: dict[str, Any]) -> None:
@@ -250,9 +315,10 @@ def run_sweep(
     """The points not yet complete, in order (`render`: each point's text report)."""
     started = time.monotonic()
     sweep = load_or_create(path, plan, label)
+    by_point = {p.name: p for p in plan.points}
     shared = _Sweep(path, sweep, label, notice, progress, point_started, render)
     outcome = SweepOutcome(path, sweep)
-    by_name = {p.name: p for p in plan.points}
+    by_name = {entry["name"]: by_point[entry["point"]] for entry in sweep["points"]}
     todo = [p for p in sweep["points"] if p["status"] != "complete"]
     outcome.skipped = [p["name"] for p in sweep["points"] if p["status"] == "complete"]
     # One preparation per private server: an engine that keeps one server per value of an
@@ -260,9 +326,10 @@ def run_sweep(
     # point runs.
     groups: dict[str, list[Point]] = {}
     for entry in todo:
-        groups.setdefault(_server_key(target, by_name[entry["name"]]), []).append(
-            by_name[entry["name"]]
-        )
+        point = by_name[entry["name"]]
+        group = groups.setdefault(_server_key(target, point), [])
+        if point not in group:  # once per point, however many repeats
+            group.append(point)
     prepared_by_key: dict[str, Prepared] = {}
     try:
         for entry in todo:
