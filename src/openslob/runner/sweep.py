@@ -2,7 +2,8 @@
 
 Any run parameter may be given as a comma list (`--update-pct 0,10,20,30 --sessions 1,2,4,8
 --work-unit 16,64`). Points run for each UPDATE_PCT in the order given, then the other lists,
-with SESSIONS innermost and ascending (flashdba's order: each petal grows point by point).
+with SESSIONS innermost and ascending (flashdba's order: each petal grows point by point), and
+RATE innermost of all (percentages of a measured maximum: ratesweep.py).
 Every point's full configuration is resolved and validated before the first run starts.
 
 The sweep directory (collect.py has the contract) is named after the label, not the time, so
@@ -29,6 +30,7 @@ from openslob.model.errors import ConfigError, Terminated
 from openslob.model.plan import session_schemas
 from openslob.results.collect import SWEEP_FILE
 from openslob.results.rundir import write_atomic
+from openslob.runner import ratesweep
 from openslob.runner.execute import Render, execute
 from openslob.runner.prepare import Notice, Prepared, prepare, restore_layout
 from openslob.runner.record import ProgressFn
@@ -89,10 +91,12 @@ def _ordered_axes(parsed: dict[str, list[Any]]) -> dict[str, list[Any]]:
     if _OUTER in parsed:
         ordered[_OUTER] = parsed[_OUTER]
     for name, values in parsed.items():
-        if name not in (_SERVER_AXIS, _OUTER, _INNER):
+        if name not in (_SERVER_AXIS, _OUTER, _INNER, ratesweep.AXIS):
             ordered[name] = values
     if _INNER in parsed:
         ordered[_INNER] = sorted(parsed[_INNER])
+    if ratesweep.AXIS in parsed:  # innermost: each latency-at-load curve point by point
+        ordered[ratesweep.AXIS] = parsed[ratesweep.AXIS]
     return ordered
 
 
@@ -112,7 +116,8 @@ def _text(value: Any) -> str:
 def plan_sweep(flags: Mapping[str, str | None], conf: Path | None, cwd: Path) -> SweepPlan:
     """Resolve and validate every point before anything runs."""
     single, raw_axes = split_axes(flags)
-    if not raw_axes:
+    percents = ratesweep.percent_axis(single, raw_axes)  # RATE as % of a measured maximum
+    if not raw_axes and not percents:
         raise ConfigError(
             "a sweep needs at least one list, e.g. --sessions 1,2,4,8 --update-pct 0,10,20,30"
         )
@@ -122,6 +127,9 @@ def plan_sweep(flags: Mapping[str, str | None], conf: Path | None, cwd: Path) ->
         if len(set(map(repr, items))) != len(items):
             raise ConfigError(f"{name}={','.join(values)}: a value is listed twice")
         parsed[name] = items
+    if percents:  # resolved with RATE=0 until their maximum is measured (ratesweep.py)
+        parsed[ratesweep.AXIS] = percents
+        raw_axes[ratesweep.AXIS] = [ratesweep.placeholder(v) for v in percents]
     axes = _ordered_axes(parsed)
     base_config = resolve(single, conf, cwd=cwd)
     plan = SweepPlan(
@@ -342,10 +350,11 @@ def _run_point(
     try:
         # Every point starts on the layout SLOB describes; what had to be reloaded is kept.
         entry["reloaded"] = restore_layout(prepared, point.config, shared.notice)
+        config = ratesweep.point_config(sweep, entry, point.config)
         save(path, sweep)
         result = execute(
             prepared,
-            point.config,
+            config,
             run_dir,
             label=shared.label,
             notice=shared.notice,
@@ -353,6 +362,7 @@ def _run_point(
             render=shared.render,
         )
         entry.update(status=result["status"], error=result.get("error"))
+        ratesweep.record_max(sweep, entry, result)
     except KeyboardInterrupt as exc:
         signame = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
         entry.update(status="interrupted", error=f"interrupted ({signame})", stopped_by=signame)
