@@ -16,7 +16,6 @@ Goal: ratio >= 0.99.
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import tempfile
 import types
@@ -85,7 +84,6 @@ def main() -> None:
                 f"previous loop {spread(ops['previous'], 1)} ops/s  "
                 f"with schedule {spread(ops['schedule'], 1)} ops/s  "
                 f"ratio {spread(ratios, 3)}   goal >= 0.99"
-                + (f"  (median {statistics.median(ratios):.3f})" if ratios else "")
             )
     finally:
         bench.close()

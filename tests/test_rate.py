@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,32 +21,14 @@ from openslob.engines.mariadb.server import EmbeddedMariaDB
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model import rate
 from openslob.runner.intervals import merge_results
-from tests.conftest import invoke, make_base_dir, slob_subprocess
+from tests import test_engines
+from tests.conftest import invoke, slob_subprocess
+from tests.test_engines import DATA, TARGETS, slob
 
-TARGETS = {"postgresql": "embedded", "mariadb": "embedded-mariadb"}
-DATA = ["--schemas", "2", "--scale", "4000", "--scan-table-sz", "0"]
-
-
-@pytest.fixture(scope="module")
-def base() -> Iterator[Path]:
-    path = make_base_dir("openslob-rate-")
-    yield path / "data"
-    for args in (["--engine", "postgresql"], ["--engine", "mariadb", "--page-size", "16k"]):
-        invoke("server", "destroy", "--yes", *args, "--data-dir", str(path / "data"), cwd=path)
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def slob(base: Path, cwd: Path, *args: str):
-    return invoke(*args, "--data-dir", str(base), cwd=cwd)
-
-
-@pytest.fixture(scope="module", params=sorted(TARGETS))
-def loaded(request, base: Path, tmp_path_factory) -> tuple[str, Path]:
-    engine = request.param
-    cwd = tmp_path_factory.mktemp(f"setup-{engine}")
-    result = slob(base, cwd, "setup", "--target", TARGETS[engine], *DATA)
-    assert result.exit_code == 0, result.output
-    return engine, cwd
+# The two private servers and their tiny data set, as test_engines.py makes them (module
+# fixtures: this module gets its own pair).
+base = test_engines.base
+loaded = test_engines.loaded
 
 
 def _run(loaded, base: Path, results: Path, *args: str) -> tuple[dict[str, Any], Any]:
@@ -239,20 +219,9 @@ def test_uniform_schedules_interleave() -> None:
 
 
 def test_interval_results_keep_the_largest_lag_and_the_last_backlog() -> None:
-    first = {
-        "ops": 3,
-        "max_lag_us": 900,
-        "behind_s": 0.5,
-        "late_1ms": 1,
-        "hist_select_intended": {"7": 1},
-    }
-    second = {
-        "ops": 2,
-        "max_lag_us": 40,
-        "behind_s": 0.0,
-        "late_1ms": 0,
-        "hist_select_intended": {"7": 2},
-    }
+    keys = ("ops", "max_lag_us", "behind_s", "late_1ms", "hist_select_intended")
+    first = dict(zip(keys, (3, 900, 0.5, 1, {"7": 1}), strict=True))
+    second = dict(zip(keys, (2, 40, 0.0, 0, {"7": 2}), strict=True))
     merged = merge_results(merge_results(None, first), second)
     assert merged["max_lag_us"] == 900 and merged["behind_s"] == 0.0
     assert merged["late_1ms"] == 1 and merged["hist_select_intended"] == {"7": 3}
