@@ -7,16 +7,37 @@ the block prints with it: a saturated point is said to be one.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from openslob.model.rate import RULE
-from openslob.report.blocks import fmt, latency_table, section
+from openslob.report.blocks import WIDTH, fmt, latency_table, section
+
+
+def _wrap_rule() -> list[str]:
+    return textwrap.wrap(f"rule: {RULE}", WIDTH, subsequent_indent="      ")
 
 
 def _pct(part: float | None, whole: float | None) -> str:
     if part is None or not whole:
         return "n/a"
     return f"{part / whole * 100:.1f} %"
+
+
+def _mean_lag(run: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(Mean lag, mean service time) µs over all ops, from run.json's two latency blocks."""
+
+    def total(blocks: dict[str, Any] | None) -> tuple[float, int]:
+        parts = [b for b in (blocks or {}).values() if b and b.get("mean_us") is not None]
+        return sum(b["mean_us"] * b["count"] for b in parts), sum(b["count"] for b in parts)
+
+    (service_sum, ops), (intended_sum, timed) = (
+        total(run.get("latency")),
+        total(run.get("latency_intended")),
+    )
+    if not ops or ops != timed:
+        return None, None
+    return max(intended_sum - service_sum, 0.0) / ops, service_sum / ops
 
 
 def rate_section(run: dict[str, Any]) -> list[str]:
@@ -38,17 +59,21 @@ def rate_section(run: dict[str, Any]) -> list[str]:
         f"   > 10 ms {fmt(late10)} ({_pct(late10, started)})"
         f"   largest lag {fmt(m.get('max_lag_us'), 0)} us"
     )
+    lag, service = _mean_lag(run)
+    if lag is not None and service:
+        lines.append(
+            f"mean lag {fmt(lag, 0)} us = {lag / service:.2f}x the mean service time "
+            f"({fmt(service, 0)} us)"
+        )
     verdict = m.get("saturated")
     if verdict is None:
         lines.append("verdict: n/a (no op was measured)")
     elif verdict:
-        lines.append(
-            "verdict: SATURATED - the sessions could not keep this rate; the latencies below "
-            "describe an overloaded point"
-        )
+        lines.append("verdict: SATURATED - the sessions could not keep this rate;")
+        lines.append("         the latencies below describe an overloaded point")
     else:
         lines.append("verdict: kept up")
-    lines.append(f"rule: {RULE}")
+    lines += _wrap_rule()
     lines += section("SLOBop latency from the intended start (coordinated-omission corrected, us)")
     lines += latency_table(run.get("latency_intended"))
     lines.append(
