@@ -49,6 +49,20 @@ def baseline_loop() -> types.ModuleType:
     return module
 
 
+def install(loop: types.ModuleType, bench: Bench, schemas: list[str]) -> None:
+    """`loop`'s procedure in place of each schema's (checked: the schedule code is gone)."""
+    with psycopg.connect(bench.server.conninfo(), autocommit=True) as conn:
+        for schema in schemas:
+            conn.execute(loop.procedure_ddl(schema, conn.info.server_version))
+        installed = conn.execute(
+            "SELECT prosrc FROM pg_proc WHERE proname = 'slob_work'"
+            " AND pronamespace::regnamespace::text = ANY(%s)",
+            (schemas,),
+        ).fetchall()
+    assert len(installed) == len(schemas)
+    assert all("paced" not in row[0] for row in installed)
+
+
 def main() -> None:
     args = parse_args(
         __doc__,
@@ -57,7 +71,8 @@ def main() -> None:
     )
     old = baseline_loop()
     bench = Bench(args.data_dir, args.profile)
-    data = {"SCHEMAS": 2, "SCALE": 4000, "SCAN_TABLE_SZ": 0, "WARMUP": 2, "UPDATE_PCT": 0}
+    # interval_overhead.py's data set: the bench scripts share a server without reloading
+    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 0, "WARMUP": 2, "UPDATE_PCT": 0}
     results = Path(tempfile.mkdtemp(prefix="rate-overhead-"))
     try:
         for n in ints(args.sessions):
@@ -68,12 +83,7 @@ def main() -> None:
                     prepared = prepare(config, target=None, data_dir=bench.server.data_dir)
                     try:
                         if loop == "previous":  # prepare installed the current loop
-                            with psycopg.connect(bench.server.conninfo(), autocommit=True) as c:
-                                version = c.info.server_version
-                                for schema in sorted(set(session_schemas(config))):
-                                    c.execute(old.procedure_ddl(schema, version))
-                                src = "SELECT prosrc FROM pg_proc WHERE proname = 'slob_work'"
-                                assert all("paced" not in r[0] for r in c.execute(src))
+                            install(old, bench, sorted(set(session_schemas(config))))
                         run = execute(prepared, config, results / f"n{n}-{loop}-{i}")
                     finally:
                         prepared.release()
