@@ -71,8 +71,8 @@ def main() -> None:
     )
     old = baseline_loop()
     bench = Bench(args.data_dir, args.profile)
-    # interval_overhead.py's data set: the bench scripts share a server without reloading
-    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 0, "WARMUP": 2, "UPDATE_PCT": 0}
+    # the other scripts' data set: bench scripts share a server (tests) without reloading
+    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 128, "WARMUP": 2, "UPDATE_PCT": 0}
     results = Path(tempfile.mkdtemp(prefix="rate-overhead-"))
     try:
         for n in ints(args.sessions):

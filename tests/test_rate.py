@@ -43,25 +43,25 @@ def _run(loaded, base: Path, results: Path, *args: str) -> tuple[dict[str, Any],
 
 
 def test_far_below_capacity_the_rate_is_kept(loaded, base: Path, tmp_path: Path) -> None:
-    """40 ops/s over 2 sessions (a quarter of their closed-loop capacity here): achieved =
+    """20 ops/s over 2 sessions (an eighth of their closed-loop capacity here): achieved =
     offered ± 2 %, and the latency from the intended start is the service time plus the
     sleep's wake-up (the median within 20 % + 2 ms). Whether a stray slow op of a busy host
     made later ops late is measured and counted; the verdict is "kept up"."""
     run, result = _run(
-        loaded, base, tmp_path / "r", "--sessions", "2", "--rate", "40", "--rate-dist",
+        loaded, base, tmp_path / "r", "--sessions", "2", "--rate", "20", "--rate-dist",
         "uniform", "--run-time", "3",
     )  # fmt: skip
     m = run["metrics"]
-    assert m["offered_rate"] == 40 and m["achieved_rate"] == pytest.approx(40, rel=0.02)
+    assert m["offered_rate"] == 20 and m["achieved_rate"] == pytest.approx(20, rel=0.02)
     ops = sum(s["ops_select"] + s["ops_update"] for s in run["sessions"])
-    assert ops == pytest.approx(120, abs=2)  # uniform: exactly RATE x RUN_TIME arrivals
+    assert ops == pytest.approx(60, abs=1)  # uniform: exactly RATE x RUN_TIME arrivals
     assert m["backlog_ops"] < 2 and m["max_lag_us"] is not None
     assert m["saturated"] is False  # nothing due was left, and lags were short
     service, intended = run["latency"]["select"], run["latency_intended"]["select"]
-    assert intended["count"] == service["count"] > 50
+    assert intended["count"] == service["count"] > 25
     assert service["p50_us"] <= intended["p50_us"] <= service["p50_us"] * 1.2 + 2000
     report = result.output
-    assert "Target rate (RATE=40.0 SLOBops/s, uniform arrivals)" in report
+    assert "Target rate (RATE=20.0 SLOBops/s, uniform arrivals)" in report
     assert "verdict: " in report and "SLOBop latency from the intended start" in report
     # the time series has both views per interval
     (run_dir,) = (tmp_path / "r").iterdir()
@@ -165,7 +165,7 @@ def test_ctrl_c_while_sessions_wait_for_their_schedule(loaded, base: Path, tmp_p
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
-    assert time.monotonic() - sent < 5, stderr
+    assert time.monotonic() - sent < 10, stderr  # as test_engines' Ctrl-C on a busy host
     assert proc.returncode == 130, stderr
     (run_dir,) = results.iterdir()
     run = json.loads((run_dir / "run.json").read_text())
