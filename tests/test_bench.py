@@ -22,6 +22,9 @@ EXPECTED = {
     "driver_overhead.py": "ratio",
     "session_start.py": "sessions ready in",
     "sweep_overhead.py": "sweep_overhead:",
+    "rate_overhead.py": "rate_overhead:",
+    "interval_overhead.py": "interval_overhead:",
+    "client_memory.py": "client_memory:",
 }
 
 

@@ -247,11 +247,12 @@ def _analyze_oracle(reports: list[Any], as_csv: bool, as_json: bool, events: boo
 @paths_argument
 @click.option(
     "--kind",
-    type=click.Choice(["petal", "timeseries", "latency", "all"]),
+    type=click.Choice(["petal", "timeseries", "latency", "rate", "all"]),
     default="all",
     show_default=True,
     help="petal: latency vs IOPS and MB/s per update %; timeseries: per run over "
-    "time; latency: histogram and percentiles per op type.",
+    "time; latency: histogram and percentiles per op type; rate: p50/p99 from the intended "
+    "start vs offered and achieved SLOBops/s of RATE runs, a curve per update %.",
 )
 @click.option(
     "--latency",
@@ -295,6 +296,7 @@ def plot(
       slob plot slob-results/sweep-ssd
       slob plot slob-results/sweep-ssd slob-results/sweep-hdd --kind petal --latency op_p99
       slob plot slob-results/20261122T050000Z-soak --kind timeseries -o soak-plots
+      slob plot slob-results/sweep-rate --kind rate
     """
     from openslob.analysis.sustained import detect_degradation, load_timeseries
     from openslob.report import plots
@@ -319,6 +321,11 @@ def plot(
             terms = (ref.run.get("engine") or {}).get("terms")
             fig = plots.timeseries(rows, title=ref.name, marks=marks, terms=terms)
             written += plots.save(fig, output / f"timeseries_{ref.name}", chosen)
+    paced = [ref for ref in refs if (ref.run.get("config") or {}).get("RATE")]
+    if kind == "rate" or (kind == "all" and paced):
+        from openslob.report.rateplot import latency_at_load
+
+        written += plots.save(latency_at_load(refs), output / "latency_at_load", chosen)
     if kind in ("latency", "all"):
         for ref in refs:
             if any((ref.run.get("latency") or {}).values()):

@@ -82,6 +82,21 @@ OPTIONS: tuple[Option, ...] = (
         RUN_SCOPES, minimum=1, maximum=1024, unit="rows", metavar="ROWS", workload=True,
     ),
     Option(
+        "RATE", "float", 0.0,
+        "Target rate: total SLOBops per second over all sessions, each session following its "
+        "own schedule (a share of RATE) inside the database loop; latency is then also "
+        "measured from each op's intended start. 0 keeps SLOB's closed loop (each op starts "
+        "when the last ends). A sweep also takes percentages of a closed-loop maximum it "
+        "measures first (--rate 10%,50%,100%).",
+        RUN_SCOPES, slob=False, minimum=0, maximum=10**7, unit="SLOBops/s", metavar="OPS/S",
+    ),
+    Option(
+        "RATE_DIST", "choice", "POISSON",
+        "Arrivals of a RATE schedule: POISSON (random, exponential gaps, reproducible with "
+        "SEED) or UNIFORM (fixed spacing, sessions evenly staggered).",
+        RUN_SCOPES, slob=False, choices=("POISSON", "UNIFORM"),
+    ),
+    Option(
         "REDO_STRESS", "choice", "LITE",
         "LITE updates two columns per row; HEAVY updates every pad column and writes far more "
         "WAL (redo).",

@@ -160,6 +160,17 @@ def _check_think_time(c: Config) -> str | None:
     )
 
 
+def _check_rate(c: Config) -> str | None:
+    # Think time would push every later op of the schedule back: the two pace a session
+    # in contradicting ways.
+    if not c["RATE"] or not c["THINK_TM_FREQUENCY"]:
+        return None
+    return (
+        f"RATE={number_text(c['RATE'])} paces the sessions itself; it excludes think time "
+        f"(THINK_TM_FREQUENCY={c['THINK_TM_FREQUENCY']}: set it to 0)"
+    )
+
+
 def _check_scan_table(c: Config) -> str | None:
     if c["SCAN_PCT"] == 0 or c["SCAN_TABLE_SZ"] > 0:
         return None
@@ -211,6 +222,7 @@ def _check_external_script(c: Config) -> str | None:
 _CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
     (("SCALE", "WORK_UNIT"), _check_work_unit),
     (("THINK_TM_MIN", "THINK_TM_MAX"), _check_think_time),
+    (("RATE", "THINK_TM_FREQUENCY"), _check_rate),
     (("SCAN_PCT", "SCAN_TABLE_SZ"), _check_scan_table),
     (("DO_HOTSPOT", "HOTSPOT_MB", "HOTSPOT_OFFSET_MB", "SCALE"), _check_hotspot),
     (("SESSIONS", "SCHEMAS", "THREADS_PER_SCHEMA"), _check_sessions),

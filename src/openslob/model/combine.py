@@ -47,6 +47,8 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
             total[key] = sum(values)
         elif kind == "mean":
             total[key] = sum(values) / len(values)
+        elif kind == "max":
+            total[key] = max(values)
         elif kind == "weighted":
             weight = _metric(key).weight
             total[key] = _weighted(values, [part.get(weight) if weight else None for part in parts])
@@ -119,8 +121,10 @@ def over_time(rows: Sequence[dict[str, Any]], keys: Iterable[str]) -> dict[str, 
         metric = _metric(key)
         if any(v is None for v in values) or not rows:
             span[key] = None
-        elif metric.unit == "ops" and metric.source == "latency":  # an interval's op count
+        elif metric.unit == "ops" and metric.source in ("latency", "rate"):  # op counts
             span[key] = sum(values)
+        elif metric.combine == "max":
+            span[key] = max(values)
         elif metric.combine == "weighted" and metric.weight:
             weights = [row.get(metric.weight) for row in rows]
             span[key] = _weighted(

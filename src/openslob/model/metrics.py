@@ -10,12 +10,13 @@ shared_buffers or the InnoDB buffer pool, {db_io}: pg_stat_io or performance_sch
 carries each engine's terms (engine.terms, from its capabilities) and `label()` fills them in,
 so a renderer never asks which engine it is drawing.
 
-Combining (combine.py): "sum" adds (rates, seconds); "weighted" is a latency-like figure,
-weighted by the operations it describes (`weight`: total time / total operations, never the
-mean of means); "mean" is a share of one host's capacity (averaged over hosts); "per_host_sum"
-adds the instances' shares within a host, then averages over hosts; "ratio" is computed from
-the totals; "same" is kept only when every part agrees. `host` figures (devices, CPU, pressure)
-count once per host however many instances it serves.
+Combining (combine.py): "sum" adds (rates, seconds, counts); "max" keeps the largest;
+"weighted" is a latency-like figure, weighted by the operations it describes (`weight`:
+total time / total operations, never the mean of means); "mean" is a share of one host's
+capacity (averaged over hosts); "per_host_sum" adds the instances' shares within a host, then
+averages over hosts; "ratio" is computed from the totals; "same" is kept only when every part
+agrees. `host` figures (devices, CPU, pressure) count once per host however many instances
+it serves.
 
 `better` says which way is an improvement when two runs are compared (`slob compare`):
 "higher" (throughput), "lower" (latency, CPU per op) or None (a share, a count that the
@@ -48,12 +49,12 @@ class Metric:
     unit: str
     label: str  # long label (reports, plots): may hold {log}, {cache}, {db_io}
     short: str = ""  # column header (analyze tables)
-    combine: str = "sum"  # sum | weighted | mean | per_host_sum | ratio | same
+    combine: str = "sum"  # sum | weighted | mean | per_host_sum | ratio | same | max
     weight: str | None = None  # for "weighted": the rate of the operations it times
     host: bool = False  # a figure of the host: counted once per host
     live: bool = False  # per sampling interval too: timeseries.csv, the progress line
     digits: int = 1
-    source: str = "database"  # loop | database | server | live | host | engine
+    source: str = "database"  # loop | database | server | live | host | engine | rate
     brief: str = ""  # its name on the progress line ("": not shown there; needs live)
     better: str | None = None  # "higher" | "lower" | None: the direction of an improvement
     compared: bool = False  # in `slob compare`'s default set (its --metric picks others)
@@ -333,7 +334,51 @@ DERIVED = (
     ),
 )
 
-CORE: tuple[Metric, ...] = (*LOOP, *DATABASE, *HOST, *LATENCY, *DERIVED)
+
+# RATE runs (model/rate.py): the same statistics from each op's intended start (the service
+# time above is from its actual start), per interval too; null in closed-loop runs.
+INTENDED = "_intended"
+
+
+def _intended(kind: str) -> tuple[Metric, ...]:
+    name = "update + commit" if kind == "update" else kind
+    return tuple(
+        Metric(
+            f"{kind}_{stat}{INTENDED}_us",
+            "µs",
+            f"{name} {label} latency from the intended start",
+            combine="same",
+            live=True,
+            source="latency",
+        )
+        for stat, label in LATENCY_STATS
+    )
+
+
+LATENCY_INTENDED = tuple(m for kind in OP_KINDS for m in _intended(kind))
+
+# The schedule of a RATE run: run.json figures (null in closed-loop runs). Counts add over
+# instances and intervals; the largest lag is the largest; the verdict is made from the
+# run's totals (model/rate.py's rule), never from the instances' verdicts.
+RATE = (
+    Metric("offered_rate", "ops/s", "Offered rate (RATE)", source="rate"),
+    Metric("achieved_rate", "ops/s", "Achieved rate", source="rate"),
+    Metric("late_ops_1ms", "ops", "Ops started > 1 ms late", live=True, digits=0, source="rate"),
+    Metric("late_ops_10ms", "ops", "Ops started > 10 ms late", live=True, digits=0, source="rate"),
+    Metric("max_lag_us", "µs", "Largest schedule lag", combine="max", live=True, source="rate"),
+    Metric("backlog_ops", "ops", "Ops due but not started at the end", source="rate"),
+    Metric("saturated", "", "Saturated (could not keep the rate)", combine="ratio", source="rate"),
+)
+
+CORE: tuple[Metric, ...] = (
+    *LOOP,
+    *DATABASE,
+    *HOST,
+    *LATENCY,
+    *LATENCY_INTENDED,
+    *RATE,
+    *DERIVED,
+)
 
 
 class MetricTable(Mapping[str, Metric]):

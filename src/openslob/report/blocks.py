@@ -48,3 +48,17 @@ def table(headers: list[str], rows: Iterable[list[Any]], align: str | None = Non
     out = [line(headers), line(["-" * w for w in widths])]
     out += [line(row) for row in text_rows]
     return out
+
+
+def latency_table(blocks: dict[str, Any] | None) -> list[str]:
+    """run.json "latency" (or "latency_intended"): a row per op type, in µs."""
+    rows = []
+    for kind in ("select", "update", "scan"):
+        s = (blocks or {}).get(kind)
+        if not s:
+            rows.append([kind, "0", NA, NA, NA, NA, NA, NA])
+            continue
+        stats = ("mean_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us")
+        name = kind + (" + commit" if kind == "update" else "")
+        rows.append([name, fmt(s["count"]), *(fmt(s[key]) for key in stats)])
+    return table(["op", "count", "mean", "p50", "p90", "p99", "p99.9", "max"], rows)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from openslob.model.metrics import DEFAULT_TERMS, label
-from openslob.report.blocks import NA, WIDTH, fmt, per_op, section, table
+from openslob.report.blocks import NA, WIDTH, fmt, latency_table, per_op, section, table
+from openslob.report.rate import rate_section
 
 
 def _gib(size: int | None) -> float | None:
@@ -148,25 +149,7 @@ def _load_profile(run: dict[str, Any]) -> list[str]:
 
 def _latency(run: dict[str, Any]) -> list[str]:
     lines = section("SLOBop latency (measured inside the loop, microseconds)")
-    rows = []
-    for kind in ("select", "update", "scan"):
-        s = run["latency"].get(kind)
-        if not s:
-            rows.append([kind, "0", NA, NA, NA, NA, NA, NA])
-            continue
-        rows.append(
-            [
-                kind + (" + commit" if kind == "update" else ""),
-                fmt(s["count"]),
-                fmt(s["mean_us"]),
-                fmt(s["p50_us"]),
-                fmt(s["p90_us"]),
-                fmt(s["p99_us"]),
-                fmt(s["p999_us"]),
-                fmt(s["max_us"]),
-            ]
-        )
-    lines += table(["op", "count", "mean", "p50", "p90", "p99", "p99.9", "max"], rows)
+    lines += latency_table(run["latency"])
     lines.append("Histogram buckets: 1 us below 128 us, then 64 per power of two (<= 0.8 % error).")
     return lines
 
@@ -560,6 +543,7 @@ def render_text(run: dict[str, Any]) -> str:
         _load_profile(run),
         _instances(run),
         _latency(run),
+        rate_section(run),
         _work(run),
         _io_profile(run),
         _calibration(run),

@@ -21,11 +21,12 @@ from openslob.engines import registry
 from openslob.engines.common.tables import CACHE_RATIO, schema_order
 from openslob.engines.common.work import OP_TYPES
 from openslob.host import snapshot as host_snapshot
-from openslob.model import combine
+from openslob.model import combine, rate
 from openslob.model.histogram import Histogram
-from openslob.model.metrics import core_keys
+from openslob.model.metrics import INTENDED, core_keys
 from openslob.model.rates import per_s
 from openslob.results import health as dataset_health
+from openslob.results.rate import rate_warnings
 from openslob.results.record import RunRecord, SessionOutcome
 from openslob.results.rundir import SCHEMA_VERSION, iso
 
@@ -43,13 +44,34 @@ def _window_seconds(record: RunRecord) -> float | None:
     return max(record.window_end - record.window_start, 0.0)
 
 
-def _latency(sessions: list[SessionOutcome]) -> dict[str, Any]:
+def _latency(sessions: list[SessionOutcome], suffix: str = "") -> dict[str, Any]:
+    """run.json "latency" (the service time); suffix "_intended": "latency_intended"."""
     merged = {kind: Histogram() for kind in OP_TYPES}
     for outcome in sessions:
         if outcome.window:
             for kind in OP_TYPES:
-                merged[kind].merge(Histogram.from_json(outcome.window.get(f"hist_{kind}")))
+                part = outcome.window.get(f"hist_{kind}{suffix}")
+                merged[kind].merge(Histogram.from_json(part))
     return {kind: (hist.summary() if hist.count else None) for kind, hist in merged.items()}
+
+
+def _latency_intended(config: Config, sessions: list[SessionOutcome]) -> dict[str, Any] | None:
+    """The latency from each op's intended start (RATE runs; null for a closed loop)."""
+    return _latency(sessions, INTENDED) if config["RATE"] else None
+
+
+def _rate_figures(
+    config: Config, record: RunRecord, sessions: list[SessionOutcome]
+) -> dict[str, Any]:
+    """The schedule's figures of these sessions (model/rate.py; null for a closed loop)."""
+    total = len(record.sessions) or 1
+    return rate.window_figures(
+        float(config["RATE"]),
+        len(sessions) / total,
+        rate.session_rate(float(config["RATE"]), total),
+        [o.window for o in sessions],
+        _window_seconds(record),
+    )
 
 
 def _ops(sessions: list[SessionOutcome]) -> dict[str, int] | None:
@@ -66,6 +88,7 @@ def build_metrics(
     info: InstanceInfo,
     warnings: list[str],
     ops_source: list[str],
+    config: Config,
 ) -> dict[str, Any]:
     """The metrics of one instance of the run (all of it when there is one)."""
     inst, settings = record.instances[index], info.settings
@@ -103,6 +126,7 @@ def build_metrics(
     metrics["db_cpu_s"] = metrics.pop("server_cpu_seconds", None)
     if ops is not None and metrics.get("lio_per_s") is not None and sum(ops.values()):
         metrics["lio_per_op"] = metrics["lio_per_s"] * seconds / sum(ops.values())
+    metrics.update(_rate_figures(config, record, record.sessions_of(index)))
     return combine.round_figures(metrics)
 
 
@@ -173,6 +197,7 @@ def _warnings(
                 "concurrency, long scans or think time); every figure covers the whole "
                 "measured window"
             )
+    warnings += rate_warnings(config, record.warmup_service_us, metrics)
     leftover = sum(i.leftover_backends for i in record.instances)
     if leftover:
         warnings.append(
@@ -278,6 +303,7 @@ def _instance_entry(
         "schemas": schemas,
         "metrics": metrics,
         "latency": _latency(sessions),
+        "latency_intended": _latency_intended(config, sessions),
         "waits": _waits(inst.waits),
         "wait_samples": inst.wait_samples,
         "work_per_op": window.work_per_op(before, after, info.settings, config, _ops(sessions))
@@ -345,9 +371,13 @@ def build_run_json(
     warnings: list[str] = list(config.warnings)
     ops_source: list[str] = []
     per_instance = [
-        build_metrics(record, k, info, warnings, ops_source) for k, info in enumerate(instances)
+        build_metrics(record, k, info, warnings, ops_source, config)
+        for k, info in enumerate(instances)
     ]
     metrics = combine.run_totals(per_instance, [i.host_key for i in instances])
+    # The verdict and the largest lag of the run as a whole, not of its instances'.
+    metrics.update(combine.round_figures(_rate_figures(config, record, record.sessions)))
+    warnings += record.early_warnings
     if not all(i.devices_local for i in instances):
         warnings.append("the server's host is not this one: device and CPU figures are null")
     _warnings(record, config, metrics, instances, warnings)
@@ -408,6 +438,7 @@ def build_run_json(
         "sessions": _sessions(record, seconds),
         "metrics": metrics,
         "latency": _latency(record.sessions),
+        "latency_intended": _latency_intended(config, record.sessions),
         "waits": _waits(waits),
         "wait_samples": sum(i.wait_samples for i in record.instances),
         "io": single["io"] if single else None,

@@ -70,6 +70,9 @@ class RunRecord:
     instances: list[InstanceRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stopped_by: str | None = None  # "SIGINT" | "SIGTERM" when a signal ended the run
+    # RATE runs: the warm-up's mean service time, and what it said before the window
+    warmup_service_us: float | None = None
+    early_warnings: list[str] = field(default_factory=list)
 
     def sessions_of(self, instance: int) -> list[SessionOutcome]:
         return [o for o in self.sessions if o.instance == instance]

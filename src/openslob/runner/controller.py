@@ -33,6 +33,7 @@ from openslob.config.resolve import Config
 from openslob.engines.api import Monitor
 from openslob.host import snapshot as host_snapshot
 from openslob.model.plan import session_instances, session_schemas, session_seed
+from openslob.model.rate import littles_law_warning
 from openslob.results.record import RunRecord, SessionOutcome
 from openslob.runner.intervals import IntervalBook, Schedule, merge_results
 from openslob.runner.loopconf import external_script, loop_conf
@@ -60,8 +61,10 @@ class RunController:
         script_env: dict[str, str] | None = None,
         sinks: list[Sink] | None = None,
         checkpoint: Callable[[RunRecord], None] | None = None,
+        notice: Callable[[str], None] = lambda _msg: None,
     ) -> None:
         self.config = config
+        self.notice = notice
         self.checkpoint = checkpoint
         self.instances = instances
         self._snapshots: list[Monitor] = []
@@ -265,6 +268,7 @@ class RunController:
             book = await self._phase("warmup", schedule, 0, seeds, carry)
             if self._stopping.is_set():
                 return
+            self._check_rate()
             await self._db_snapshots("db_before")
             book.close_ready(through=book.started, attach=self._before_snapshots())
             window_start = self._barrier()
@@ -316,6 +320,21 @@ class RunController:
         error = external_script(config["EXTERNAL_SCRIPT"], "post", self.script_env)
         if error:
             record.notes.append(error)
+
+    def _check_rate(self) -> None:
+        """Too few sessions for RATE at the warm-up's measured service time: said before
+        the window opens (model/rate.py, Little's law)."""
+        warmups = [o.warmup or {} for o in self.record.sessions]
+        warning, service_us = littles_law_warning(
+            float(self.config["RATE"]),
+            len(self.record.sessions),
+            sum(float(w.get("busy_us") or 0) for w in warmups),
+            sum(int(w.get("ops") or 0) for w in warmups),
+        )
+        self.record.warmup_service_us = service_us
+        if warning:
+            self.record.early_warnings.append(warning)
+            self.notice(f"warning: {warning}")
 
     def _before_snapshots(self) -> dict[str, Any]:
         """The counters the window starts from, for the sampler (db per instance, hosts)."""
@@ -382,6 +401,8 @@ class RunController:
             lambda interval, attach: sampler.close(interval, **attach),
         )
         last = None if schedule.end is None else schedule.last_index()
+        for state in carry.values():  # a RATE schedule starts again at each phase's barrier
+            state.pop("next_start", None)
 
         async def one(session: Session) -> None:
             outcome = self.record.sessions[session.id]
@@ -399,6 +420,7 @@ class RunController:
                         until_epoch=until,
                         loops=left,
                         seed=seeds.pop(session.id, None),
+                        session_id=session.id,
                     )
                     conf.update(carry.get(session.id, {}))
                     conf.update(instance.guard)

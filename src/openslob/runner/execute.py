@@ -175,6 +175,7 @@ def execute(
         script_env=script_env,
         sinks=[*files, *sinks],
         checkpoint=checkpoint,
+        notice=notice,
     )
     for _, _, notes in parts:
         controller.record.notes.extend(n for n in notes if n not in controller.record.notes)

@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 HIST_KEYS = ("hist_select", "hist_update", "hist_scan")
-# Summed over CALLs; `next` and `pid` are per CALL, the epochs are the span's ends.
-_FIRST, _LAST = ("began_epoch",), ("ended_epoch", "pid")
+# RATE runs: the same ops timed from their intended starts (null in closed-loop runs)
+HIST_KEYS += tuple(f"{key}_intended" for key in HIST_KEYS)
+# Summed over CALLs; `next` and `pid` are per CALL, the epochs are the span's ends; how far
+# a session is behind its schedule is the last CALL's; the largest lag is the largest.
+_FIRST, _LAST, _MAX = ("began_epoch",), ("ended_epoch", "pid", "behind_s"), ("max_lag_us",)
 
 
 def merge_results(total: dict[str, Any] | None, part: dict[str, Any]) -> dict[str, Any]:
@@ -41,6 +44,9 @@ def merge_results(total: dict[str, Any] | None, part: dict[str, Any]) -> dict[st
             merged.setdefault(key, value)
         elif key in _LAST or merged.get(key) is None:
             merged[key] = value
+        elif key in _MAX:
+            if value is not None:
+                merged[key] = max(merged[key], value)
         elif key in HIST_KEYS:
             hist = dict(merged[key])
             for idx, count in (value or {}).items():

@@ -8,12 +8,18 @@ import subprocess
 from typing import Any
 
 from openslob.config.resolve import Config
+from openslob.model.plan import session_schemas
+from openslob.model.rate import session_rate, uniform_offset
 
 EXTERNAL_SCRIPT_TIMEOUT_S = 300
 # A loop's read-only transaction ends once it is this old (seconds), so that no session
 # holds back the cleanup horizon for longer (an engine's loop may use it: PostgreSQL's
 # procedure keeps its first statement's snapshot until it commits).
 SNAPSHOT_RELEASE_S = 0.010
+# A session waiting for its next intended start (RATE) sleeps at most this long at a time, and
+# then ends its transaction if it is older than SNAPSHOT_RELEASE_S: a sleep inside a
+# statement holds a snapshot (PostgreSQL), so a long wait must not be one statement.
+SCHEDULE_NAP_S = 0.050
 
 
 def loop_conf(
@@ -24,8 +30,10 @@ def loop_conf(
     until_epoch: float | None,
     loops: int,
     seed: float | None,
+    session_id: int = 0,
 ) -> dict[str, Any]:
     scale, work_unit = config["SCALE"], config["WORK_UNIT"]
+    sessions = len(session_schemas(config))
     rows_per_mb = (1 << 20) // 8192
     first = config["HOTSPOT_OFFSET_MB"] * rows_per_mb + work_unit
     last = min(first + config["HOTSPOT_MB"] * rows_per_mb - 1, scale)
@@ -47,6 +55,11 @@ def loop_conf(
         "think_min": config["THINK_TM_MIN"],
         "think_max": config["THINK_TM_MAX"],
         "release_s": SNAPSHOT_RELEASE_S,
+        # RATE: this session's share, its arrivals, where a UNIFORM schedule starts
+        "rate": session_rate(config["RATE"], sessions),
+        "rate_dist": config["RATE_DIST"],
+        "rate_offset": uniform_offset(config["RATE"], sessions, session_id),
+        "nap_s": SCHEDULE_NAP_S,
     }
     if seed is not None:
         conf["seed"] = seed

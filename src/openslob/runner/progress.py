@@ -15,7 +15,7 @@ from typing import Any
 
 from openslob.model import combine
 from openslob.model.histogram import Histogram
-from openslob.model.metrics import OP_KINDS
+from openslob.model.metrics import INTENDED, OP_KINDS
 from openslob.runner.timeseries import HEAD, latency_stats
 
 Emit = Callable[[dict[str, Any]], None]
@@ -52,6 +52,8 @@ class ProgressEvery:
         span = combine.over_time(rows, keys)
         for kind in OP_KINDS:
             span.update(latency_stats(kind, hists.get(kind) or Histogram()))
+            if kind + INTENDED in hists:  # a RATE run's
+                span.update(latency_stats(kind, hists[kind + INTENDED], INTENDED))
         span.update({k: last[k] for k in HEAD})
         span["seconds"] = round(sum(float(r["seconds"]) for r in rows), 3)
         span["interval"] = f"{rows[0]['interval']}-{last['interval']}"

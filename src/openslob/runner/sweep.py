@@ -2,7 +2,8 @@
 
 Any run parameter may be given as a comma list (`--update-pct 0,10,20,30 --sessions 1,2,4,8
 --work-unit 16,64`). Points run for each UPDATE_PCT in the order given, then the other lists,
-with SESSIONS innermost and ascending (flashdba's order: each petal grows point by point).
+with SESSIONS innermost and ascending (flashdba's order: each petal grows point by point), and
+RATE innermost of all (percentages of a measured maximum: ratesweep.py).
 Every point's full configuration is resolved and validated before the first run starts.
 
 The sweep directory (collect.py has the contract) is named after the label, not the time, so
@@ -37,6 +38,7 @@ from openslob.model.errors import ConfigError, Terminated
 from openslob.model.plan import session_schemas
 from openslob.results.collect import SWEEP_FILE
 from openslob.results.rundir import write_atomic
+from openslob.runner import ratesweep
 from openslob.runner.execute import Render, execute
 from openslob.runner.prepare import Notice, Prepared, prepare, restore_layout
 from openslob.runner.record import ProgressFn
@@ -125,10 +127,12 @@ def _ordered_axes(parsed: dict[str, list[Any]]) -> dict[str, list[Any]]:
     if _OUTER in parsed:
         ordered[_OUTER] = parsed[_OUTER]
     for name, values in parsed.items():
-        if name not in (_SERVER_AXIS, _OUTER, _INNER):
+        if name not in (_SERVER_AXIS, _OUTER, _INNER, ratesweep.AXIS):
             ordered[name] = values
     if _INNER in parsed:
         ordered[_INNER] = sorted(parsed[_INNER])
+    if ratesweep.AXIS in parsed:  # innermost: each latency-at-load curve point by point
+        ordered[ratesweep.AXIS] = parsed[ratesweep.AXIS]
     return ordered
 
 
@@ -151,7 +155,8 @@ def plan_sweep(
     """Resolve and validate every point before anything runs (`single`: one point, no
     axes: a repeated `slob run`)."""
     fixed, raw_axes = split_axes(flags) if not single else (dict(flags), {})
-    if not raw_axes and not single:
+    percents = ratesweep.percent_axis(fixed, raw_axes)  # RATE as % of a measured maximum
+    if not raw_axes and not percents and not single:
         raise ConfigError(
             "a sweep needs at least one list, e.g. --sessions 1,2,4,8 --update-pct 0,10,20,30"
         )
@@ -161,6 +166,9 @@ def plan_sweep(
         if len(set(map(repr, items))) != len(items):
             raise ConfigError(f"{name}={','.join(values)}: a value is listed twice")
         parsed[name] = items
+    if percents:  # resolved with RATE=0 until their maximum is measured (ratesweep.py)
+        parsed[ratesweep.AXIS] = percents
+        raw_axes[ratesweep.AXIS] = [ratesweep.placeholder(v) for v in percents]
     axes = _ordered_axes(parsed)
     base_config = resolve(fixed, conf, cwd=cwd)
     plan = SweepPlan(
@@ -409,10 +417,11 @@ def _run_point(
     try:
         # Every point starts on the layout SLOB describes; what had to be reloaded is kept.
         entry["reloaded"] = restore_layout(prepared, point.config, shared.notice)
+        config = ratesweep.point_config(sweep, entry, point.config)
         save(path, sweep)
         result = execute(
             prepared,
-            point.config,
+            config,
             run_dir,
             label=shared.label,
             notice=shared.notice,
@@ -420,6 +429,7 @@ def _run_point(
             render=shared.render,
         )
         entry.update(status=result["status"], error=result.get("error"))
+        ratesweep.record_max(sweep, entry, result)
     except KeyboardInterrupt as exc:
         signame = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
         entry.update(status="interrupted", error=f"interrupted ({signame})", stopped_by=signame)

@@ -23,7 +23,7 @@ from openslob.engines.api import WindowStats
 from openslob.host import snapshot as host_snapshot
 from openslob.model import combine
 from openslob.model.histogram import Histogram
-from openslob.model.metrics import LATENCY_STATS, METRICS, OP_KINDS
+from openslob.model.metrics import INTENDED, LATENCY_STATS, METRICS, OP_KINDS
 from openslob.model.rates import per_s
 from openslob.runner.intervals import Interval
 
@@ -53,7 +53,9 @@ def interval_seconds(interval: Interval, end: float | None = None) -> float:
 
 
 def latency_figures(interval: Interval) -> tuple[dict[str, Any], dict[str, Histogram]]:
-    """Per op type: the interval's count and latency figures, and its histogram."""
+    """Per op type: the interval's count and latency figures, and its histogram (keyed
+    `select`, ...; a RATE run's intended-start ones `select_intended`, ...), and a RATE
+    run's schedule lag (null columns in closed-loop runs)."""
     total = interval.total() or {}  # {}: no op started in the interval (counts are 0)
     row: dict[str, Any] = {}
     hists = {}
@@ -62,13 +64,22 @@ def latency_figures(interval: Interval) -> tuple[dict[str, Any], dict[str, Histo
         hists[kind] = hist
         row[f"{kind}_count"] = int(total.get(f"ops_{kind}") or 0)
         row.update(latency_stats(kind, hist))
+        if total.get(f"hist_{kind}{INTENDED}") is not None:  # a paced loop's
+            hists[kind + INTENDED] = intended = Histogram.from_json(total[f"hist_{kind}{INTENDED}"])
+            row.update(latency_stats(kind, intended, INTENDED))
+    row.update(
+        late_ops_1ms=total.get("late_1ms"),
+        late_ops_10ms=total.get("late_10ms"),
+        max_lag_us=total.get("max_lag_us"),
+    )
     return row, hists
 
 
-def latency_stats(kind: str, hist: Histogram) -> dict[str, Any]:
-    """One op type's latency columns from its histogram (null: no op timed)."""
+def latency_stats(kind: str, hist: Histogram, suffix: str = "") -> dict[str, Any]:
+    """One op type's latency columns from its histogram (null: no op timed); suffix
+    "_intended": the columns of the latency from the intended start."""
     summary = hist.summary() if hist.count else {}
-    return {f"{kind}_{stat}_us": summary.get(f"{stat}_us") for stat, _ in LATENCY_STATS}
+    return {f"{kind}_{stat}{suffix}_us": summary.get(f"{stat}_us") for stat, _ in LATENCY_STATS}
 
 
 def loop_figures(interval: Interval, seconds: float) -> dict[str, Any]:

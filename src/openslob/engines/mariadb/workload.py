@@ -37,6 +37,7 @@ from openslob.engines.mariadb.connection import ident
 from openslob.engines.mariadb.dataset import META_DB
 from openslob.engines.mariadb.layout import PAD_COLUMNS
 from openslob.model.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
+from openslob.model.rate import LATE_1MS_US, LATE_10MS_US
 
 PROCEDURE = "slob_work"
 BUCKET_FUNCTION = "slob_bucket"
@@ -106,6 +107,14 @@ BEGIN
     DECLARE v_seed DOUBLE DEFAULT JSON_VALUE(p_conf, '$.seed');
     DECLARE v_guard_lock VARCHAR(64) DEFAULT JSON_VALUE(p_conf, '$.guard_lock');
     DECLARE v_guard_id BIGINT DEFAULT JSON_VALUE(p_conf, '$.guard_id');
+    -- RATE: this session's ops/s (0: closed loop), its next intended start, its arrivals
+    DECLARE v_rate DOUBLE DEFAULT COALESCE(JSON_VALUE(p_conf, '$.rate'), 0);
+    DECLARE v_uniform BOOLEAN DEFAULT JSON_VALUE(p_conf, '$.rate_dist') <=> 'UNIFORM';
+    DECLARE v_sched DOUBLE DEFAULT JSON_VALUE(p_conf, '$.next_start');
+    DECLARE v_paced, v_timed BOOLEAN DEFAULT FALSE;
+    DECLARE v_intended, v_behind DOUBLE DEFAULT 0;
+    DECLARE v_lag, v_max_lag BIGINT DEFAULT NULL;
+    DECLARE v_late1, v_late10, v_busy_us BIGINT DEFAULT 0;
     DECLARE v_checked, v_now, v_left DOUBLE DEFAULT 0;
     DECLARE v_rng BIGINT;
     DECLARE v_u DOUBLE;
@@ -138,18 +147,47 @@ BEGIN
         {sleep}
     END IF;
     SET v_began = UNIX_TIMESTAMP(SYSDATE(6));
+    SET v_paced = v_rate > 0;
+    SET v_timed = v_record OR v_paced;  -- a paced warm-up times its ops: for Little's law
+    IF v_paced AND v_sched IS NULL THEN  -- a phase's first CALL: from its barrier
+        IF v_uniform THEN
+            SET v_sched = v_start + COALESCE(JSON_VALUE(p_conf, '$.rate_offset'), 0);
+        ELSE
+            {rand}
+            SET v_sched = v_start - LN(1 - v_u) / v_rate;
+        END IF;
+    END IF;
     work: LOOP
-        SET v_now = UNIX_TIMESTAMP(SYSDATE(6));
         -- WORK_LOOP's ops, and the interval's end: whichever comes first.
         IF v_loops > 0 AND v_op - v_op_base >= v_loops THEN
             LEAVE work;
         END IF;
+        IF v_paced THEN
+            -- The next op is due at v_sched: one due after the interval is the next CALL's.
+            IF v_until IS NOT NULL AND v_sched >= v_until THEN
+                LEAVE work;
+            END IF;
+            SET v_pause = v_sched - UNIX_TIMESTAMP(SYSDATE(6));
+            IF v_pause > 0 THEN  -- outside any transaction: no read view is held
+                {sleep}
+            END IF;
+        END IF;
+        SET v_now = UNIX_TIMESTAMP(SYSDATE(6));
         IF v_until IS NOT NULL AND v_now >= v_until THEN
             LEAVE work;
         END IF;
         IF v_now - v_checked >= 1 THEN
             {guard}
             SET v_checked = v_now;
+        END IF;
+        IF v_paced THEN
+            SET v_intended = v_sched;
+            IF v_uniform THEN
+                SET v_sched = v_sched + 1 / v_rate;
+            ELSE
+                {rand}
+                SET v_sched = v_sched - LN(1 - v_u) / v_rate;
+            END IF;
         END IF;
         SET v_op = v_op + 1;
         {rand}
@@ -175,7 +213,7 @@ BEGIN
                 SET v_kind = 0;
             END IF;
         END IF;
-        IF v_record THEN  -- only the window is timed: the warm-up records nothing
+        IF v_timed THEN  -- only the window records (and a paced warm-up its busy time)
             SET v_t0 = UNIX_TIMESTAMP(SYSDATE(6));
         END IF;
         IF v_kind = 0 THEN
@@ -218,17 +256,39 @@ BEGIN
                 SELECT COUNT(c2) INTO v_cnt FROM {cf2};
             END IF;
         END IF;
-        IF v_record THEN
-            SET v_us = ROUND((UNIX_TIMESTAMP(SYSDATE(6)) - v_t0) * 1000000);
+        IF v_timed THEN
+            SET v_now = UNIX_TIMESTAMP(SYSDATE(6));
+            SET v_us = ROUND((v_now - v_t0) * 1000000);
+            IF v_record THEN
 {bucket}
-            INSERT INTO {hist} (kind, idx, n) VALUES (v_kind, v_idx, 1)
-                ON DUPLICATE KEY UPDATE n = n + 1;
-            IF v_kind = 0 THEN
-                SET n_sel = n_sel + 1;
-            ELSEIF v_kind = 1 THEN
-                SET n_upd = n_upd + 1;
-            ELSE
-                SET n_scan = n_scan + 1;
+                INSERT INTO {hist} (kind, idx, n) VALUES (v_kind, v_idx, 1)
+                    ON DUPLICATE KEY UPDATE n = n + 1;
+                IF v_kind = 0 THEN
+                    SET n_sel = n_sel + 1;
+                ELSEIF v_kind = 1 THEN
+                    SET n_upd = n_upd + 1;
+                ELSE
+                    SET n_scan = n_scan + 1;
+                END IF;
+            END IF;
+            IF v_paced THEN
+                SET v_busy_us = v_busy_us + v_us;
+                IF v_record THEN
+                    -- How late the op started, and its latency from its intended start
+                    -- (kinds 3-5 of the histogram table).
+                    SET v_lag = ROUND((v_t0 - v_intended) * 1000000);
+                    SET v_max_lag = GREATEST(COALESCE(v_max_lag, v_lag), v_lag);
+                    IF v_lag > {late1} THEN
+                        SET v_late1 = v_late1 + 1;
+                        IF v_lag > {late10} THEN
+                            SET v_late10 = v_late10 + 1;
+                        END IF;
+                    END IF;
+                    SET v_us = ROUND((v_now - v_intended) * 1000000);
+{bucket}
+                    INSERT INTO {hist} (kind, idx, n) VALUES (v_kind + 3, v_idx, 1)
+                        ON DUPLICATE KEY UPDATE n = n + 1;
+                END IF;
             END IF;
         END IF;
         IF v_think_freq > 0 AND v_op % v_think_freq = 0 THEN
@@ -240,6 +300,9 @@ BEGIN
         END IF;
     END LOOP;
     SET v_ended = UNIX_TIMESTAMP(SYSDATE(6));
+    IF v_paced THEN  -- due before the interval's end but not started: the schedule's backlog
+        SET v_behind = GREATEST(LEAST(v_ended, COALESCE(v_until, v_ended)) - v_sched, 0);
+    END IF;
     -- "+ 0": JSON_OBJECT would quote a procedure variable as a string.
     SELECT JSON_OBJECT(
         'ops', v_op - v_op_base, 'ops_select', n_sel + 0, 'ops_update', n_upd + 0,
@@ -247,8 +310,17 @@ BEGIN
         'ops_hot_schema', n_hot + 0, 'ops_hotspot', n_spot + 0,
         'think_count', n_think + 0, 'think_seconds', v_think_s + 0e0,
         'began_epoch', v_began + 0e0, 'ended_epoch', v_ended + 0e0, 'pid', CONNECTION_ID(),
-        'own_commits', 0, 'next', JSON_OBJECT('op_base', v_op + 0, 'rng_state', v_rng + 0),
-        'hist_select', {hist_json_0}, 'hist_update', {hist_json_1}, 'hist_scan', {hist_json_2}
+        'own_commits', 0,
+        'next', JSON_OBJECT('op_base', v_op + 0, 'rng_state', v_rng + 0,
+                            'next_start', v_sched + 0e0),
+        'busy_us', v_busy_us + 0, 'behind_s', v_behind + 0e0,
+        'late_1ms', IF(v_paced AND v_record, v_late1 + 0, NULL),
+        'late_10ms', IF(v_paced AND v_record, v_late10 + 0, NULL),
+        'max_lag_us', v_max_lag + 0,
+        'hist_select', {hist_json_0}, 'hist_update', {hist_json_1}, 'hist_scan', {hist_json_2},
+        'hist_select_intended', IF(v_paced, {hist_json_3}, NULL),
+        'hist_update_intended', IF(v_paced, {hist_json_4}, NULL),
+        'hist_scan_intended', IF(v_paced, {hist_json_5}, NULL)
     ) AS result;
 END
 """
@@ -287,10 +359,10 @@ def procedure_ddl(schema: str, hot_schema: str = "user1") -> str:
         rand=_RAND,
         sleep=_SLEEP,
         guard=_GUARD,
-        bucket=bucket_code(indent=12),
-        hist_json_0=_hist_json(0),
-        hist_json_1=_hist_json(1),
-        hist_json_2=_hist_json(2),
+        bucket=bucket_code(indent=16),
+        late1=LATE_1MS_US,
+        late10=LATE_10MS_US,
+        **{f"hist_json_{kind}": _hist_json(kind) for kind in range(6)},
     )
 
 

@@ -30,6 +30,7 @@ from psycopg import sql
 
 from openslob.engines.postgres.dataset import META_SCHEMA, PAD_COLUMNS
 from openslob.model.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
+from openslob.model.rate import LATE_1MS_US, LATE_10MS_US
 
 PROCEDURE = "slob_work"
 LITE_COLUMNS = ("c2", "c3")
@@ -71,6 +72,16 @@ DECLARE
     think_min   float8  := (p_conf->>'think_min')::float8;
     think_max   float8  := (p_conf->>'think_max')::float8;
     release_s   float8  := coalesce((p_conf->>'release_s')::float8, 0.01);
+    -- RATE: this session's ops/s (0: closed loop), its next intended start, its arrivals
+    rate        float8  := coalesce((p_conf->>'rate')::float8, 0);
+    paced       boolean := coalesce((p_conf->>'rate')::float8, 0) > 0;
+    uniform     boolean := p_conf->>'rate_dist' = 'UNIFORM';
+    sched       float8  := (p_conf->>'next_start')::float8;
+    nap_s       float8  := coalesce((p_conf->>'nap_s')::float8, 0.05);
+    timed       boolean;
+    intended float8; lag bigint; max_lag bigint; late1 bigint := 0; late10 bigint := 0;
+    busy_us bigint := 0; behind float8 := 0;
+    h_isel  int[]; h_iupd  int[]; h_iscan int[];
     h_sel   int[] := array_fill(0, ARRAY[{slots}]);
     h_upd   int[] := array_fill(0, ARRAY[{slots}]);
     h_scan  int[] := array_fill(0, ARRAY[{slots}]);
@@ -92,10 +103,40 @@ BEGIN
     END IF;
     began := date_part('epoch', clock_timestamp());
     opened := began;
+    timed := record OR paced;  -- a paced warm-up times its ops too: Little's law needs them
+    IF paced THEN
+        h_isel := array_fill(0, ARRAY[{slots}]);
+        h_iupd := array_fill(0, ARRAY[{slots}]);
+        h_iscan := array_fill(0, ARRAY[{slots}]);
+        IF sched IS NULL THEN  -- a phase's first CALL: its schedule starts at its barrier
+            sched := start_e + CASE WHEN uniform THEN coalesce((p_conf->>'rate_offset')::float8, 0)
+                                    ELSE -ln(1 - random()) / rate END;
+        END IF;
+    END IF;
     LOOP
         -- WORK_LOOP's ops, and the interval's end: whichever comes first.
         EXIT WHEN loops > 0 AND op - op_base >= loops;
+        IF paced THEN
+            -- The next op is due at `sched`: one due after the interval is the next CALL's.
+            EXIT WHEN until_e IS NOT NULL AND sched >= until_e;
+            now_e := date_part('epoch', clock_timestamp());
+            WHILE sched > now_e LOOP
+                -- A sleep holds a snapshot (it is a statement): nap_s at most, then the
+                -- transaction ends as a read's does (counted; taken out of the commits).
+                PERFORM pg_sleep(least(sched - now_e, nap_s));
+                now_e := date_part('epoch', clock_timestamp());
+                IF now_e - opened >= release_s THEN
+                    COMMIT;
+                    n_release := n_release + 1;
+                    opened := now_e;
+                END IF;
+            END LOOP;
+        END IF;
         EXIT WHEN until_e IS NOT NULL AND date_part('epoch', clock_timestamp()) >= until_e;
+        IF paced THEN
+            intended := sched;
+            sched := sched + CASE WHEN uniform THEN 1 / rate ELSE -ln(1 - random()) / rate END;
+        END IF;
         op := op + 1;
         IF spot_freq > 0 AND op % spot_freq = 0 THEN
             k := spot_lo + floor(random() * (spot_hi - spot_lo + 1))::bigint;
@@ -115,7 +156,7 @@ BEGIN
         ELSE
             kind := 0;
         END IF;
-        IF record THEN  -- only the window is timed: the warm-up records nothing
+        IF timed THEN  -- only the window records (and a paced warm-up its busy time)
             t0 := date_part('epoch', clock_timestamp());
         END IF;
         IF kind = 0 THEN
@@ -151,16 +192,41 @@ BEGIN
                 SELECT count(c2) INTO cnt FROM {cf2};
             END IF;
         END IF;
-        IF record THEN
+        IF timed THEN
             t1 := date_part('epoch', clock_timestamp());
             us := round((t1 - t0) * 1000000)::bigint;
+            IF record THEN
 {bucket}
-            IF kind = 0 THEN
-                h_sel[idx + 1] := h_sel[idx + 1] + 1;  n_sel := n_sel + 1;
-            ELSIF kind = 1 THEN
-                h_upd[idx + 1] := h_upd[idx + 1] + 1;  n_upd := n_upd + 1;
-            ELSE
-                h_scan[idx + 1] := h_scan[idx + 1] + 1;  n_scan := n_scan + 1;
+                IF kind = 0 THEN
+                    h_sel[idx + 1] := h_sel[idx + 1] + 1;  n_sel := n_sel + 1;
+                ELSIF kind = 1 THEN
+                    h_upd[idx + 1] := h_upd[idx + 1] + 1;  n_upd := n_upd + 1;
+                ELSE
+                    h_scan[idx + 1] := h_scan[idx + 1] + 1;  n_scan := n_scan + 1;
+                END IF;
+            END IF;
+            IF paced THEN
+                busy_us := busy_us + us;
+                IF record THEN
+                    -- How late the op started, and its latency from its intended start.
+                    lag := round((t0 - intended) * 1000000)::bigint;
+                    max_lag := greatest(max_lag, lag);
+                    IF lag > {late1} THEN
+                        late1 := late1 + 1;
+                        IF lag > {late10} THEN
+                            late10 := late10 + 1;
+                        END IF;
+                    END IF;
+                    us := round((t1 - intended) * 1000000)::bigint;
+{bucket}
+                    IF kind = 0 THEN
+                        h_isel[idx + 1] := h_isel[idx + 1] + 1;
+                    ELSIF kind = 1 THEN
+                        h_iupd[idx + 1] := h_iupd[idx + 1] + 1;
+                    ELSE
+                        h_iscan[idx + 1] := h_iscan[idx + 1] + 1;
+                    END IF;
+                END IF;
             END IF;
         END IF;
         -- A transaction holds the snapshot of its first statement until it ends (the
@@ -187,6 +253,9 @@ BEGIN
         END IF;
     END LOOP;
     ended := date_part('epoch', clock_timestamp());
+    IF paced THEN  -- due before the interval's end but not started: the schedule's backlog
+        behind := greatest(least(ended, coalesce(until_e, ended)) - sched, 0);
+    END IF;
     {flush}
     result := jsonb_build_object(
         'ops', op - op_base, 'ops_select', n_sel, 'ops_update', n_upd, 'ops_scan', n_scan,
@@ -196,14 +265,21 @@ BEGIN
         -- Transactions of our own in the window: the snapshot releases and the CALL's
         -- last transaction, which ends with it (the update COMMITs are the workload's).
         'own_commits', n_release + 1,
-        'next', jsonb_build_object('op_base', op),
+        'next', jsonb_build_object('op_base', op, 'next_start', sched),
+        'busy_us', busy_us, 'behind_s', behind,
+        'late_1ms', CASE WHEN paced AND record THEN late1 END,
+        'late_10ms', CASE WHEN paced AND record THEN late10 END,
+        'max_lag_us', max_lag,
         'began_epoch', began, 'ended_epoch', ended, 'pid', pg_backend_pid(),
         'hist_select', (SELECT coalesce(jsonb_object_agg(i - 1, h_sel[i]), '{{}}')
                         FROM generate_subscripts(h_sel, 1) i WHERE h_sel[i] > 0),
         'hist_update', (SELECT coalesce(jsonb_object_agg(i - 1, h_upd[i]), '{{}}')
                         FROM generate_subscripts(h_upd, 1) i WHERE h_upd[i] > 0),
         'hist_scan', (SELECT coalesce(jsonb_object_agg(i - 1, h_scan[i]), '{{}}')
-                      FROM generate_subscripts(h_scan, 1) i WHERE h_scan[i] > 0));
+                      FROM generate_subscripts(h_scan, 1) i WHERE h_scan[i] > 0),
+        'hist_select_intended', {hist_i_sel},
+        'hist_update_intended', {hist_i_upd},
+        'hist_scan_intended', {hist_i_scan});
 END
 $body$
 """
@@ -226,9 +302,22 @@ def procedure_ddl(schema: str, server_version: int, hot_schema: str = "user1") -
         heavy_set=_set_list(PAD_COLUMNS),
         lite_set=_set_list(LITE_COLUMNS),
         slots=sql.SQL(str(SLOTS)),
-        bucket=_bucket_code(indent=12),
+        bucket=_bucket_code(indent=16),
+        late1=sql.SQL(str(LATE_1MS_US)),
+        late10=sql.SQL(str(LATE_10MS_US)),
+        hist_i_sel=_sparse("h_isel"),
+        hist_i_upd=_sparse("h_iupd"),
+        hist_i_scan=_sparse("h_iscan"),
         flush=sql.SQL(_flush(server_version)),
     )
+
+
+def _sparse(array: str) -> sql.Composable:
+    """{"idx": count} of a histogram array; NULL when there is no array (closed loop)."""
+    return sql.SQL(
+        "CASE WHEN {a} IS NOT NULL THEN (SELECT coalesce(jsonb_object_agg(i - 1, {a}[i]),"
+        " '{{}}') FROM generate_subscripts({a}, 1) i WHERE {a}[i] > 0) END"
+    ).format(a=sql.SQL(array))
 
 
 def _bucket_code(indent: int) -> sql.Composable:
