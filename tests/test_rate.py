@@ -227,13 +227,12 @@ def test_interval_results_keep_the_largest_lag_and_the_last_backlog() -> None:
     assert merged["late_1ms"] == 1 and merged["hist_select_intended"] == {"7": 3}
 
 
+# The harness is engine-independent: this runs on PostgreSQL only (no skipped MariaDB twin).
+@pytest.mark.parametrize("loaded", ["postgresql"], indirect=True)
 def test_a_percentage_sweep_measures_its_maximum_first(loaded, base: Path, tmp_path) -> None:
     """`--rate 50%,100%`: a closed-loop point per curve (UPDATE_PCT) first, its SLOBops/s in
-    sweep.json, the percentage points at that fraction of it, and the latency-at-load plot.
-    (The harness is engine-independent: PostgreSQL only.)"""
+    sweep.json, the percentage points at that fraction of it, and the latency-at-load plot."""
     engine, cwd = loaded
-    if engine != "postgresql":
-        pytest.skip("the harness is the same for every engine")
     results = tmp_path / "results"
     result = slob(
         base, cwd, "sweep", "--target", TARGETS[engine], *DATA, "--sessions", "2",
