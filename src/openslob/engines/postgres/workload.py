@@ -92,6 +92,7 @@ DECLARE
     hot boolean; kind int; pause float8;
     t0 float8; t1 float8; us bigint; e int; idx int;
     began float8; ended float8; now_e float8; opened float8; n_release bigint := 0;
+    hists jsonb;
 BEGIN
     IF p_conf ? 'seed' THEN
         PERFORM setseed((p_conf->>'seed')::float8);
@@ -257,6 +258,17 @@ BEGIN
         behind := greatest(least(ended, coalesce(until_e, ended)) - sched, 0);
     END IF;
     {flush}
+    -- The histograms as {{"idx": count}} of their non-empty buckets, all three in one pass
+    -- over the slots: this runs once per CALL, i.e. per session per interval (0.23 ms
+    -- against 0.47 ms for a pass per histogram, on this VM).
+    SELECT jsonb_build_object(
+        'hist_select', coalesce(jsonb_object_agg(i - 1, h_sel[i]) FILTER (WHERE h_sel[i] > 0),
+                                '{{}}'),
+        'hist_update', coalesce(jsonb_object_agg(i - 1, h_upd[i]) FILTER (WHERE h_upd[i] > 0),
+                                '{{}}'),
+        'hist_scan', coalesce(jsonb_object_agg(i - 1, h_scan[i]) FILTER (WHERE h_scan[i] > 0),
+                              '{{}}'))
+      INTO hists FROM generate_series(1, {slots}) i;
     result := jsonb_build_object(
         'ops', op - op_base, 'ops_select', n_sel, 'ops_update', n_upd, 'ops_scan', n_scan,
         'rows_selected', rows_sel, 'rows_updated', rows_upd,
@@ -271,15 +283,9 @@ BEGIN
         'late_10ms', CASE WHEN paced AND record THEN late10 END,
         'max_lag_us', max_lag,
         'began_epoch', began, 'ended_epoch', ended, 'pid', pg_backend_pid(),
-        'hist_select', (SELECT coalesce(jsonb_object_agg(i - 1, h_sel[i]), '{{}}')
-                        FROM generate_subscripts(h_sel, 1) i WHERE h_sel[i] > 0),
-        'hist_update', (SELECT coalesce(jsonb_object_agg(i - 1, h_upd[i]), '{{}}')
-                        FROM generate_subscripts(h_upd, 1) i WHERE h_upd[i] > 0),
-        'hist_scan', (SELECT coalesce(jsonb_object_agg(i - 1, h_scan[i]), '{{}}')
-                      FROM generate_subscripts(h_scan, 1) i WHERE h_scan[i] > 0),
         'hist_select_intended', {hist_i_sel},
         'hist_update_intended', {hist_i_upd},
-        'hist_scan_intended', {hist_i_scan});
+        'hist_scan_intended', {hist_i_scan}) || hists;
 END
 $body$
 """
