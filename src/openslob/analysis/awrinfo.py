@@ -26,7 +26,6 @@ from openslob.model.metrics import DEFAULT_TERMS, METRICS
 from openslob.results.collect import RunRef
 
 NA = "n/a"
-TIMESERIES_FILE = "timeseries.csv"
 
 
 def dig(data: Any, *path: str) -> Any:

@@ -24,10 +24,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from openslob.config.options import OPTIONS, OPTIONS_BY_NAME
-from openslob.engines.common.work import OP_TYPES
 from openslob.model.errors import ConfigError
 from openslob.model.histogram import merged_ops
-from openslob.model.metrics import METRICS, Metric, core_keys
+from openslob.model.metrics import METRICS, OP_KINDS, Metric, core_keys
 
 # The figures of one op type's latency block (model/histogram.Histogram.summary).
 LATENCY_FIELDS = ("count", "mean_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us")
@@ -43,7 +42,7 @@ def metric_for(address: str) -> Metric:
     if address in METRICS:
         return METRICS[address]
     op, _, field = address.partition(".")
-    if op in OP_TYPES and field in LATENCY_FIELDS:
+    if op in OP_KINDS and field in LATENCY_FIELDS:
         unit = "ops" if field == "count" else "µs"
         return Metric(
             address,
@@ -56,7 +55,7 @@ def metric_for(address: str) -> Metric:
     raise ConfigError(
         f"unknown figure {address!r}: a run.json metrics key (e.g. pio_reads_per_s), "
         f"{', '.join(core_keys('derived'))}, or OP.FIELD with OP one of "
-        f"{', '.join(OP_TYPES)} and FIELD one of {', '.join(LATENCY_FIELDS)}"
+        f"{', '.join(OP_KINDS)} and FIELD one of {', '.join(LATENCY_FIELDS)}"
     )
 
 

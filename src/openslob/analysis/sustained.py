@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from openslob.model.errors import OpenslobError
-from openslob.results.stream import TIMESERIES_FILE
+from openslob.results.stream import TIMESERIES_FILE, csv_number
 
 NA = "n/a"
 
@@ -91,17 +91,8 @@ def load_timeseries(run_dir: Path) -> list[dict[str, str]]:
         raise OpenslobError(f"{file}: no readable time series ({exc})") from exc
 
 
-def _number(value: Any) -> float | None:
-    if value is None or value == "":
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _has(rows: list[Mapping[str, Any]], *keys: str) -> bool:
-    return any(_number(row.get(k)) is not None for row in rows for k in keys)
+    return any(csv_number(row.get(k)) is not None for row in rows for k in keys)
 
 
 def _samples(
@@ -127,17 +118,17 @@ def _samples(
     p99_source = next((k for k in ("select", "update") if _has(window, f"{k}_p99_us")), None)
     samples = []
     for row in window:
-        end, seconds = _number(row.get("elapsed_s")), _number(row.get("seconds"))
+        end, seconds = csv_number(row.get("elapsed_s")), csv_number(row.get("seconds"))
         if end is None or seconds is None:
             continue
         if device_iops:
-            parts = [_number(row.get(k)) for k in ("device_reads_per_s", "device_writes_per_s")]
+            parts = [csv_number(row.get(k)) for k in ("device_reads_per_s", "device_writes_per_s")]
             known = [p for p in parts if p is not None]
             iops = sum(known) if known else None
         else:
-            iops = _number(row.get(db_key))
-        latency = _number(row.get(lat_key)) if lat_key else None
-        p99 = _number(row.get(f"{p99_source}_p99_us")) if p99_source else None
+            iops = csv_number(row.get(db_key))
+        latency = csv_number(row.get(lat_key)) if lat_key else None
+        p99 = csv_number(row.get(f"{p99_source}_p99_us")) if p99_source else None
         samples.append(_Sample(end - seconds, end, seconds, iops, latency, p99))
     return samples, iops_source, latency_source, p99_source
 

@@ -11,8 +11,9 @@ repeat for long; keeping only repeated sightings keeps the record small in runs 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
+
+from openslob.model.clock import iso
 
 # A hold this long (seconds) while updates ran is reported.
 HELD_WARN_S = 2.0
@@ -97,7 +98,3 @@ class HorizonWatch:
             "max_age_xids": self.max_age_xids,
             "holds": [h.as_dict() for h in sorted(self.holds.values(), key=lambda h: -h.seconds)],
         }
-
-
-def iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")

@@ -19,16 +19,16 @@ from openslob import __version__
 from openslob.config.resolve import Config
 from openslob.engines import registry
 from openslob.engines.common.tables import CACHE_RATIO, schema_order
-from openslob.engines.common.work import OP_TYPES
 from openslob.host import snapshot as host_snapshot
 from openslob.model import combine, rate
+from openslob.model.clock import iso
 from openslob.model.histogram import Histogram
-from openslob.model.metrics import INTENDED, core_keys
+from openslob.model.metrics import INTENDED, OP_KINDS, core_keys
 from openslob.model.rates import per_s
 from openslob.results import health as dataset_health
 from openslob.results.rate import rate_warnings
 from openslob.results.record import RunRecord, SessionOutcome
-from openslob.results.rundir import SCHEMA_VERSION, iso
+from openslob.results.rundir import SCHEMA_VERSION
 
 # 2: instances[] (per-instance figures and snapshots); metrics are the totals over them
 # The metrics every run.json carries (null when not measured), from the metrics table.
@@ -46,10 +46,10 @@ def _window_seconds(record: RunRecord) -> float | None:
 
 def _latency(sessions: list[SessionOutcome], suffix: str = "") -> dict[str, Any]:
     """run.json "latency" (the service time); suffix "_intended": "latency_intended"."""
-    merged = {kind: Histogram() for kind in OP_TYPES}
+    merged = {kind: Histogram() for kind in OP_KINDS}
     for outcome in sessions:
         if outcome.window:
-            for kind in OP_TYPES:
+            for kind in OP_KINDS:
                 part = outcome.window.get(f"hist_{kind}{suffix}")
                 merged[kind].merge(Histogram.from_json(part))
     return {kind: (hist.summary() if hist.count else None) for kind, hist in merged.items()}
@@ -79,7 +79,7 @@ def _ops(sessions: list[SessionOutcome]) -> dict[str, int] | None:
     finished = [o.window for o in sessions if o.window]
     if not finished:
         return None
-    return {kind: sum(int(w[f"ops_{kind}"]) for w in finished) for kind in OP_TYPES}
+    return {kind: sum(int(w[f"ops_{kind}"]) for w in finished) for kind in OP_KINDS}
 
 
 def build_metrics(
@@ -109,7 +109,7 @@ def build_metrics(
         )
     else:
         metrics["slobops_per_s"] = per_s(sum(ops.values()), seconds)
-        for kind in OP_TYPES:
+        for kind in OP_KINDS:
             metrics[f"{kind}s_per_s"] = per_s(ops[kind], seconds)
     if inst.db_before and inst.db_after and seconds > 0:
         metrics.update(
@@ -210,7 +210,7 @@ def _sessions(record: RunRecord, seconds: float | None) -> list[dict[str, Any]]:
     for o in record.sessions:
         w = o.window or {}
         hist = Histogram()
-        for kind in OP_TYPES:
+        for kind in OP_KINDS:
             hist.merge(Histogram.from_json(w.get(f"hist_{kind}")))
         ops = w.get("ops")
         out.append(

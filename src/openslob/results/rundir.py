@@ -27,12 +27,6 @@ SCHEMA_VERSION = 2
 RUN_FILE = "run.json"
 
 
-def iso(epoch: float | None) -> str | None:
-    if epoch is None:
-        return None
-    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
-
-
 def run_directory(parent: Path, label: str | None) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-") if label else ""

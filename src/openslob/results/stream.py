@@ -61,11 +61,16 @@ class TimeseriesWriter:
             self._file.close()
 
 
-def _number(text: str) -> int | float | None:
-    if text == "":
+def csv_number(cell: Any) -> int | float | None:
+    """A time-series cell back as a number (csv_cell's inverse): None when empty (not
+    measured) or not a number; a count written without a decimal point stays an int."""
+    if cell is None or cell == "":
         return None
-    value = float(text)
-    return int(value) if value.is_integer() and "." not in text else value
+    try:
+        value = float(cell)
+    except (TypeError, ValueError):
+        return None
+    return int(value) if value.is_integer() and "." not in str(cell) else value
 
 
 def interval_table(path: Path) -> dict[str, Any] | None:
@@ -76,7 +81,7 @@ def interval_table(path: Path) -> dict[str, Any] | None:
             reader = csv.DictReader(file)
             columns = [c for c in INTERVAL_COLUMNS if c in (reader.fieldnames or [])]
             rows = [
-                [_number(row[c]) for c in columns] for row in reader if row["phase"] == "window"
+                [csv_number(row[c]) for c in columns] for row in reader if row["phase"] == "window"
             ]
     except (OSError, KeyError, ValueError):
         return None

@@ -211,6 +211,20 @@ def execute(
     return run
 
 
+def checkpoint_every_s() -> float:
+    """Seconds between checkpoints: SLOB_CHECKPOINT_S, else CHECKPOINT_EVERY_S."""
+    text = os.environ.get(CHECKPOINT_ENV)
+    if not text:
+        return CHECKPOINT_EVERY_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise ConfigError(f"{CHECKPOINT_ENV}={text}: seconds, a number > 0")
+    return seconds
+
+
 class Checkpoint:
     """The window so far as a provisional run.json (status "interrupted"): a client killed
     after hours leaves valid results of every interval up to its last checkpoint (every
@@ -221,7 +235,7 @@ class Checkpoint:
         self, run_dir: Path, config: Config, infos: list[InstanceInfo], label: str | None
     ) -> None:
         self.run_dir, self.config, self.infos, self.label = run_dir, config, infos, label
-        self.every_s = float(os.environ.get(CHECKPOINT_ENV) or CHECKPOINT_EVERY_S)
+        self.every_s = checkpoint_every_s()
         self.closed = False
         self.bytes_written = 0
 
@@ -323,6 +337,7 @@ def run_benchmark(
     sinks: Sequence[Sink] = (),
 ) -> tuple[Path, dict[str, Any]]:
     """`slob run`: prepare the target, run once into a new timestamped directory."""
+    checkpoint_every_s()  # a bad SLOB_CHECKPOINT_S fails here, before anything is touched
     if calibrate and len(target_strings(target, config)) > 1:  # before anything is touched
         raise ConfigError(
             "--calibrate compares one instance with fio on its file system; "

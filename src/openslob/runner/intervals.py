@@ -151,9 +151,8 @@ class IntervalBook:
     def own_commit(self, instance: int) -> None:
         """A transaction of ours after the session's last CALL (its statistics flush): part
         of the phase's last interval."""
-        self._interval(max(self.started, 1)).own_commits[instance] = (
-            self._interval(max(self.started, 1)).own_commits.get(instance, 0) + 1
-        )
+        commits = self._interval(max(self.started, 1)).own_commits
+        commits[instance] = commits.get(instance, 0) + 1
 
     def finished(self, session: int) -> None:
         """The session runs no more CALLs in this phase (its loops are done, or it failed)."""
@@ -161,19 +160,16 @@ class IntervalBook:
 
     def close_ready(
         self, *, through: int | None = None, attach: dict[str, Any] | None = None
-    ) -> list[Interval]:
+    ) -> None:
         """Close, in order, the intervals ready to close, or all up to `through` (the phase
         is over; `attach` goes with the last one). An interval in which no op started (all
         sessions inside longer ops: a stall) closes empty."""
         if through is None:
             floor = min(self.covered.values(), default=0)
             through = min(floor, self.started - 1)
-        done = []
         while self.closed < through:
             self.closed += 1
             interval = self._interval(self.closed)
             del self.open[self.closed]
-            done.append(interval)
             last = self.closed == through
             self.on_close(interval, (attach or {}) if last else {})
-        return done

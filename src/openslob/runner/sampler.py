@@ -65,7 +65,6 @@ class Sampler(threading.Thread):
         self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self.errors: list[str] = []
         self.connection_lost = False
-        self.rows = 0
         self._monitors: list[Monitor] = []
         self._readers: dict[str, Callable[[], host_snapshot.HostSnapshot]] = {}
         self._schedule: Schedule | None = None
@@ -192,7 +191,6 @@ class Sampler(threading.Thread):
         )
         row.update(self._horizons())
         self._db_prev, self._host_prev = db_cur, host_cur
-        self.rows += 1
         for sink in self.sinks:
             sink(row, hists)
         if interval.phase == "window":

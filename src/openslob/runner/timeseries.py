@@ -14,7 +14,6 @@ the intervals' counts add up to the window's.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from openslob.engines.api import WindowStats
 from openslob.host import snapshot as host_snapshot
 from openslob.model import combine
+from openslob.model.clock import iso
 from openslob.model.histogram import Histogram
 from openslob.model.metrics import INTENDED, LATENCY_STATS, METRICS, OP_KINDS
 from openslob.model.rates import per_s
@@ -29,7 +29,6 @@ from openslob.runner.intervals import Interval
 
 # Columns every row starts with: when (end of the interval), which, how long.
 HEAD = ("time", "elapsed_s", "phase", "interval", "seconds")
-LOOP_KEYS = ("slobops_per_s", "selects_per_s", "updates_per_s", "scans_per_s", "lio_per_op")
 
 
 def figure_keys(engine_metrics: Sequence[str]) -> list[str]:
@@ -131,8 +130,7 @@ def build_row(
     seconds = interval_seconds(interval, end)
     finish = interval.start + seconds
     row: dict[str, Any] = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(finish))
-        + f".{int(finish % 1 * 1000):03d}+00:00",
+        "time": iso(finish),
         "elapsed_s": round(finish - start_at, 3),
         "phase": interval.phase,
         "interval": interval.index,

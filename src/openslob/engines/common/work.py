@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-OP_TYPES = ("select", "update", "scan")  # the loop's op kinds, as run.json names them
-
 
 def with_predictions(
     measured: dict[str, dict[str, float]] | None,

@@ -451,15 +451,8 @@ class EmbeddedMariaDB(ServerBase):
 
     def admin_kwargs(self, database: str | None = None) -> dict[str, Any]:
         """pymysql.connect kwargs over the private socket (unix_socket auth, no password)."""
-        kwargs: dict[str, Any] = {
-            "unix_socket": str(self.socket_path),
-            "user": self.client_user(),
-            "autocommit": True,
-            "charset": "utf8mb4",
-        }
-        if database:
-            kwargs["database"] = database
-        return kwargs
+        where = {"unix_socket": str(self.socket_path), "user": self.client_user()}
+        return _session(where, database)
 
     def connect_kwargs(self, database: str | None = None) -> dict[str, Any]:
         """pymysql.connect kwargs for work sessions: the socket, or loopback TCP with the
@@ -467,17 +460,8 @@ class EmbeddedMariaDB(ServerBase):
         info = self._instance()
         if not info.get("tcp"):
             return self.admin_kwargs(database)
-        kwargs: dict[str, Any] = {
-            "host": "127.0.0.1",
-            "port": int(info["port"]),
-            "user": TCP_USER,
-            "password": self._password(),
-            "autocommit": True,
-            "charset": "utf8mb4",
-        }
-        if database:
-            kwargs["database"] = database
-        return kwargs
+        where = {"host": "127.0.0.1", "port": int(info["port"]), "user": TCP_USER}
+        return _session({**where, "password": self._password()}, database)
 
     def conninfo(self) -> str:
         """A URI naming the target, without any password (for results and status)."""
@@ -511,3 +495,11 @@ class EmbeddedMariaDB(ServerBase):
                 "the data directory was created with another page size"
             )
         return settings.get("version", ""), settings
+
+
+def _session(where: dict[str, Any], database: str | None) -> dict[str, Any]:
+    """pymysql.connect kwargs: where and who, autocommit, utf8mb4, the database if any."""
+    kwargs = {**where, "autocommit": True, "charset": "utf8mb4"}
+    if database:
+        kwargs["database"] = database
+    return kwargs

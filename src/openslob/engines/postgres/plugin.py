@@ -25,14 +25,14 @@ from openslob.engines.api import (
     Target,
     WindowStats,
 )
-from openslob.engines.common.work import OP_TYPES, with_predictions
+from openslob.engines.common.work import with_predictions
 from openslob.engines.postgres import horizon, layout, stats
 from openslob.engines.postgres.doctor import diagnose_target
 from openslob.engines.postgres.engine import PostgresEngine
 from openslob.engines.postgres.runner import PostgresRunBackend
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model.errors import ConfigError
-from openslob.model.metrics import Metric
+from openslob.model.metrics import OP_KINDS, Metric
 from openslob.model.secrets import redact, scrub
 
 URI_SCHEMES = ("postgresql://", "postgres://")
@@ -92,7 +92,7 @@ class PostgresWindow(WindowStats):
         last = stats.loop_counters(after.get("statements"))
         if first is None or last is None:
             return None
-        return {kind: int(last[f"calls_{kind}"] - first[f"calls_{kind}"]) for kind in OP_TYPES}
+        return {kind: int(last[f"calls_{kind}"] - first[f"calls_{kind}"]) for kind in OP_KINDS}
 
     def work_per_op(self, before, after, settings, config, ops):  # type: ignore[no-untyped-def]
         predicted = layout.predicted_work(
