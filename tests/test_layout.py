@@ -142,7 +142,9 @@ def test_another_sessions_snapshot_is_reported_then_refused_and_repaired(
 ) -> None:
     """A REPEATABLE READ snapshot held across an update run: the run names its pid, cf1
     grows, verify fails, the next run refuses in one line, setup reloads, verify passes."""
-    assert all(pages == SCALE for pages in cf1_pages(db).values())
+    # Setup keeps a table within the one-row-per-page bound: an earlier update test may have
+    # left a few pages more than SCALE, and that data set is valid.
+    assert all(SCALE <= pages <= max_pages(SCALE) for pages in cf1_pages(db).values())
     with psycopg.connect(fresh_dataset.conninfo(), application_name="someone-else") as other:
         other.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         other.execute("SELECT count(*) FROM user1.cf2").fetchone()
@@ -176,7 +178,9 @@ def test_another_sessions_snapshot_is_reported_then_refused_and_repaired(
     repaired = slob("setup", *DATA)
     assert repaired.exit_code == 0
     assert "user1.cf1 reloaded: bloated" in repaired.output
-    assert all(pages == SCALE for pages in cf1_pages(db).values())
+    pages_after = cf1_pages(db)
+    assert pages_after["user1"] == SCALE  # reloaded
+    assert all(SCALE <= pages <= max_pages(SCALE) for pages in pages_after.values())
     assert slob("verify", *DATA).exit_code == 0
 
 
