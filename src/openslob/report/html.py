@@ -1,86 +1,98 @@
-"""One self-contained HTML file for a run, a sweep or a comparison: inline SVG and CSS,
-works offline.
+"""One self-contained HTML file for a run, a sweep, an Oracle AWR directory or a comparison:
+the report a storage engineer sends. Works offline: CSS, Chart.js (with its zoom plugin and
+hammer.js, from npm, in report/assets/ with their licences) and the data are inline.
 
-Reads only results (run.json, timeseries.csv, sweep.json) through collect.py, or a
-comparison built from them (analysis/compare.py); the plots and tables come from the same
-functions the CLI uses.
+The page: the summary first (peaks with their latency, the knee of each petal curve, latency
+at the target rates, warnings, what was tested; websummary.py), the awr_info table as a real
+sortable table (webtable.py), interactive plots (webcharts.py specs drawn by assets/report.js:
+hover for values, legend toggles, drag to zoom), then per run its AWR-like report, time series
+and histograms. A print stylesheet opens every section and keeps charts at paper width.
+
+Reads only results (run.json, timeseries.csv, sweep.json) through collect.py, or a comparison
+built from them (analysis/compare.py); the tables come from the same rows as `slob analyze`.
 """
 
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import cache
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from openslob import __version__
 from openslob.analysis import repeats
-from openslob.analysis.awrinfo import analyze_rows, plain_columns, render_table
+from openslob.analysis.awrinfo import analyze_rows, plain_columns
 from openslob.analysis.compare import Comparison
 from openslob.analysis.rules import RuleResult
 from openslob.analysis.sustained import detect_degradation, load_timeseries, render_degradation
 from openslob.oracle import awr_rows
-from openslob.report import plots
+from openslob.report import webcharts, websummary, webtable
 from openslob.report.comparison import render_text as comparison_text
 from openslob.report.text import render_text
 from openslob.results.collect import RunRef, oracle_reports
 from openslob.results.rundir import write_atomic
 
-_CSS = """
-body { font-family: system-ui, -apple-system, Segoe UI, Roboto, sans-serif; margin: 2rem auto;
-       max-width: 1200px; color: #1d1d1f; padding: 0 1rem; }
-h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { font-size: 1.15rem; margin-top: 2rem;
-     border-bottom: 1px solid #ddd; padding-bottom: .2rem; }
-.meta { color: #666; font-size: .9rem; }
-pre { background: #f6f8fa; padding: .8rem; overflow-x: auto; font-size: .78rem;
-      line-height: 1.35; border-radius: 6px; }
-figure { margin: 1rem 0; } figure svg { max-width: 100%; height: auto; }
-.warn { background: #fff4e5; border-left: 4px solid #f0a020; padding: .5rem .8rem; }
-details summary { cursor: pointer; font-weight: 600; margin: .4rem 0; }
-"""
+# Loaded in this order: hammer.js and Chart.js before the zoom plugin that uses both.
+SCRIPTS = ("hammer.min.js", "chart.umd.min.js", "chartjs-plugin-zoom.min.js", "report.js")
+HINT = (
+    "Hover a plot for its values; click a legend entry to hide or show a curve; drag a box to "
+    "zoom (ctrl + wheel too, shift + drag pans), double-click to reset; click a column header "
+    "to sort."
+)
 
 
-def _page(title: str, body: list[str]) -> str:
+@cache
+def _asset(name: str) -> str:
+    return (resources.files("openslob.report") / "assets" / name).read_text(encoding="utf-8")
+
+
+def _page(title: str, sections: Sequence[tuple[str, str, str]], intro: str = "") -> str:
+    """sections: (anchor, heading, body html); a table of contents links them."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    toc = " ".join(f'<a href="#{a}">{html.escape(h)}</a>' for a, h, _ in sections if h)
+    parts = [
+        f'<section id="{a}">{f"<h2>{html.escape(h)}</h2>" if h else ""}{body}</section>'
+        for a, h, body in sections
+    ]
+    scripts = "".join(f"<script>{_asset(name)}</script>" for name in SCRIPTS)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta name="generator" content="openslob {__version__}">'
+        f"<title>{html.escape(title)}</title><style>{_asset('report.css')}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>"
-        f'<p class="meta">openslob {__version__} · generated {stamp}</p>'
-        + "\n".join(body)
-        + "</body></html>\n"
+        f'<p class="meta">openslob {__version__} · generated {stamp}</p>{intro}'
+        f'<nav class="toc">{toc}</nav><p class="hint">{html.escape(HINT)}</p>'
+        + "\n".join(parts)
+        + f"\n{scripts}</body></html>\n"
     )
 
 
-def _figure(fig: object, caption: str) -> str:
+def chart(spec: dict[str, Any]) -> str:
+    """A chart's box: its canvas, tooltip and spec (JSON, '</' escaped inside <script>)."""
+    data = json.dumps(spec, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    note = spec.get("note")
     return (
-        f"<figure>{plots.figure_svg(fig)}<figcaption>{html.escape(caption)}</figcaption></figure>"
+        '<figure class="chart-fig"><div class="chart">'
+        '<button class="reset" type="button">reset zoom</button>'
+        f'<canvas role="img" aria-label="{html.escape(spec["title"])}"></canvas>'
+        '<div class="chart-tip"></div>'
+        f'<script type="application/json" class="chart-spec">{data}</script></div>'
+        + (f'<figcaption class="chart-note">{html.escape(note)}</figcaption>' if note else "")
+        + "</figure>"
     )
+
+
+def _charts(specs: Sequence[dict[str, Any]]) -> str:
+    return f'<div class="charts">{"".join(chart(s) for s in specs)}</div>' if specs else ""
 
 
 def _pre(text: str) -> str:
     return f"<pre>{html.escape(text)}</pre>"
-
-
-def _warnings(run: dict) -> str:
-    items = run.get("warnings") or []
-    if not items:
-        return ""
-    lis = "".join(f"<li>{html.escape(w)}</li>" for w in items)
-    return f'<div class="warn"><strong>Warnings</strong><ul>{lis}</ul></div>'
-
-
-def _summary(refs: list[RunRef]) -> str:
-    """The analyze table; awr_info's own columns when every run is an Oracle report, one
-    line per point (median (min–max)) when points were repeated, as `slob analyze` does."""
-    reports = oracle_reports(refs)
-    if reports:
-        rows = awr_rows(reports)
-        return render_table(rows, plain_columns(rows))
-    points = repeats.group_points(refs)
-    if repeats.repeated(points):
-        return repeats.render_point_table(points, repeats.DEFAULT_MAX_CV_PCT)
-    return render_table(analyze_rows(refs))
 
 
 def _report_text(ref: RunRef) -> str:
@@ -90,77 +102,113 @@ def _report_text(ref: RunRef) -> str:
     return render_text(ref.run)
 
 
-def run_html(ref: RunRef) -> str:
-    run = ref.run
-    body = [_warnings(run), "<h2>Summary (analyze)</h2>", _pre(_summary([ref]))]
-    rows = load_timeseries(ref.path)
+def _table(refs: list[RunRef]) -> str:
+    """The analyze table: awr_info's own columns when every run is an Oracle report, one
+    row per point (median (min–max)) when points were repeated, as `slob analyze` does."""
+    reports = oracle_reports(refs)
+    if reports:
+        rows = awr_rows(reports)
+        return webtable.table(rows, plain_columns(rows))
+    points = repeats.group_points(refs)
+    if repeats.repeated(points):
+        return webtable.points_table(points, repeats.DEFAULT_MAX_CV_PCT) + webtable.runs_table(
+            analyze_rows(refs), caption="every run"
+        )
+    return webtable.runs_table(analyze_rows(refs))
+
+
+def _run_detail(ref: RunRef, key: str) -> str:
+    """A run's time series (with the degradation analysis), histograms and its report."""
+    parts = []
+    rows = load_timeseries(ref.path) if ref.oracle is None else []
     if rows:
         found = detect_degradation(rows)
         marks = [(e.start_s, e.end_s, e.kind) for e in found.episodes]
-        terms = (run.get("engine") or {}).get("terms")
-        body += [
-            "<h2>Time series</h2>",
-            _pre(render_degradation(found)),
-            _figure(
-                plots.timeseries(rows, marks=marks, terms=terms),
-                "IOPS, MB/s, I/O latency and SLOBop p50/p99 per sampling interval",
-            ),
-        ]
-    if any(run.get("latency", {}).get(kind) for kind in ("select", "update", "scan")):
-        body += [
-            "<h2>SLOBop latency</h2>",
-            _figure(plots.latency_histogram(run), "in-loop histograms per op type"),
-        ]
-    body += ["<h2>Report</h2>", _pre(_report_text(ref))]
-    return _page(f"openslob run {ref.name}", body)
+        parts.append(_pre(render_degradation(found)))
+        parts.append(_charts(webcharts.timeseries(rows, ref.run, f"ts-{key}", marks)))
+    parts.append(_charts(webcharts.latency(ref.run)))
+    parts.append("<h3>Report</h3>" + _pre(_report_text(ref)))
+    return "".join(parts)
+
+
+def _petals(refs: list[RunRef]) -> str:
+    specs = [webcharts.petal(refs, x="iops"), webcharts.petal(refs, x="mbps")]
+    if any(r.run.get("latency") for r in refs):
+        specs.append(webcharts.petal(refs, x="iops", latency="op_p99"))
+    return _charts([s for s in specs if s["series"]])
+
+
+def run_html(ref: RunRef) -> str:
+    sections = [
+        ("summary", "", websummary.summary([ref])),
+        ("table", "Run (analyze)", _table([ref])),
+        ("detail", "Time series, latency and report", _run_detail(ref, "run")),
+    ]
+    return _page(f"openslob run {ref.name}", sections)
 
 
 def sweep_html(refs: list[RunRef], title: str) -> str:
-    body = ["<h2>Runs (analyze)</h2>", _pre(_summary(refs))]
-    for x, caption in (
-        ("iops", "latency vs physical I/O per second"),
-        ("mbps", "latency vs MB per second"),
-    ):
-        body.append(
-            _figure(
-                plots.petal(refs, x=x),
-                f"Petal plot: {caption}; one curve per update %, points labelled by session count",
-            )
-        )
-    body.append("<h2>Reports per run</h2>")
-    for ref in refs:
-        body.append(
-            f"<details><summary>{html.escape(ref.name)}</summary>"
-            f"{_warnings(ref.run)}{_pre(_report_text(ref))}</details>"
-        )
-    return _page(title, body)
+    details = "".join(
+        f"<details><summary>{html.escape(ref.name)}</summary>"
+        f"{websummary.warnings([ref])}{_run_detail(ref, str(n))}</details>"
+        for n, ref in enumerate(refs)
+    )
+    sections = [
+        ("summary", "", websummary.summary(refs)),
+        ("table", "Runs (analyze)", _table(refs)),
+        ("petals", "Petal plots", _petals(refs)),
+        ("runs", "Runs in detail", details),
+    ]
+    return _page(title, sections)
+
+
+COMPARE_COLUMNS = [
+    webtable.Column("point", "Point", ""),
+    webtable.Column("figure", "Figure", ""),
+    webtable.Column("unit", "Unit", ""),
+    webtable.Column("base_median", "Base", "median", digits=1),
+    webtable.Column("cand_median", "Candidate", "median", digits=1),
+    webtable.Column("change_pct", "Change", "%", digits=1),
+    webtable.Column("ci_low_pct", "Interval low", "%", digits=1, missing="-"),
+    webtable.Column("ci_high_pct", "Interval high", "%", digits=1, missing="-"),
+    webtable.Column("verdict", "Verdict", ""),
+]
 
 
 def compare_html(comparison: Comparison, rules: Sequence[RuleResult] = ()) -> str:
-    """The comparison's text (differences, method, every point's changes, the rules), the
-    overlaid petal plots and the bar chart of the changes, then each side's runs."""
-    from openslob.report import compareplots
+    """The verdicts first, every change as a sortable table, the bar chart of the changes
+    and the overlaid petals, the comparison's text (differences, method), then each side."""
+    from openslob.report.comparison import csv_rows
 
-    body = ["<h2>Comparison</h2>", _pre(comparison_text(comparison, rules))]
-    body.append(
-        _figure(
-            compareplots.changes_chart(comparison),
-            "Change of the median per figure and point; whiskers: the interval",
-        )
+    rows = csv_rows(comparison)
+    verdicts: dict[str, int] = {}
+    for row in rows:
+        verdicts[row["verdict"]] = verdicts.get(row["verdict"], 0) + 1
+    said = ", ".join(f"{n} {v}" for v, n in verdicts.items())
+    cards = websummary.card_row(
+        [("Figures compared", f"{len(rows)}", said or "no figure in common")]
     )
-    for x, caption in (("iops", "physical I/O per second"), ("mbps", "MB per second")):
-        body.append(
-            _figure(
-                compareplots.overlay_petal(comparison, x=x),
-                f"Petal plots of both sides overlaid: latency vs {caption}; points are "
-                "medians, bars min–max over their runs",
+    petals = [webcharts.overlay_petal(comparison, x=x) for x in ("iops", "mbps")]
+    sections = [
+        ("summary", "Summary", cards),
+        (
+            "changes",
+            "Changes",
+            webtable.table(rows, COMPARE_COLUMNS) + _charts([webcharts.changes(comparison)]),
+        ),
+        ("petals", "Petal plots", _charts([s for s in petals if s["series"]])),
+        ("text", "Comparison (text)", _pre(comparison_text(comparison, rules))),
+    ]
+    for role, side in (("base", comparison.base), ("candidate", comparison.cand)):
+        sections.append(
+            (
+                role,
+                f"{role.title()}: {side.label}",
+                websummary.tested(side.refs) + _table(side.refs),
             )
         )
-    for role, side in (("Base", comparison.base), ("Candidate", comparison.cand)):
-        body.append(f"<h2>{role}: {html.escape(side.label)} (analyze)</h2>")
-        body.append(_pre(_summary(side.refs)))
     title = f"openslob compare: {comparison.base.label} vs {comparison.cand.label}"
-    return _page(title, body)
+    return _page(title, sections)
 
 
 def write_compare_html(
@@ -177,6 +225,16 @@ def _problems(problems: list[str]) -> str:
     return f'<div class="warn"><strong>Not read (fully)</strong><ul>{lis}</ul></div>'
 
 
+def sweep_title(refs: list[RunRef]) -> str:
+    """ "openslob sweep ssd", "openslob Oracle AWR reports in awr-dir": never "sweep sweep"."""
+    label = refs[0].label
+    if oracle_reports(refs):
+        return f"openslob: Oracle AWR reports in {label}"
+    if refs[0].sweep is not None:
+        return f"openslob sweep {label}" if label != "sweep" else "openslob sweep"
+    return f"openslob runs: {label}"
+
+
 def write_html(
     refs: list[RunRef], output: Path, title: str | None = None, problems: list[str] | None = None
 ) -> Path:
@@ -185,7 +243,7 @@ def write_html(
     if len(refs) == 1 and refs[0].sweep is None:
         text = run_html(refs[0])
     else:
-        text = sweep_html(refs, title or f"openslob sweep {refs[0].label}")
+        text = sweep_html(refs, title or sweep_title(refs))
     if problems:
         marker = "</p>"  # after the page's meta line
         text = text.replace(marker, marker + _problems(problems), 1)

@@ -242,7 +242,7 @@ def op_blocks(run: Mapping[str, Any]) -> list[tuple[str, Histogram]]:
     return found
 
 
-def _stairs(hist: Histogram) -> tuple[list[float], list[int]]:
+def stairs(hist: Histogram) -> tuple[list[float], list[int]]:
     """Edges and counts over contiguous bucket bounds, with empty stretches as zero steps."""
     edges: list[float] = []
     counts: list[int] = []
@@ -292,7 +292,7 @@ def _summary(kind: str, hist: Histogram) -> str:
 
 
 def _histogram_panel(ax: Axes, kind: str, hist: Histogram) -> None:
-    edges, counts = _stairs(hist)
+    edges, counts = stairs(hist)
     ax.stairs(counts, edges, fill=True, color="#1f77b4", alpha=0.75)
     ax.set_xscale("log")
     _log_axis(ax.xaxis)
