@@ -321,6 +321,13 @@ def test_rate_sweep_states_latency_at_the_target_rates(
         for r in rows
     )
     assert offered == [40.0, 80.0]
+    # the latency-at-load curves, against the offered and the achieved rate
+    titles = browser.execute_script(
+        "return window.openslobCharts.map(c => c.options.plugins.title.text)"
+    )
+    assert sum(t.startswith("Latency at load") for t in titles) == 2
+    open_all_details(browser)
+    assert_all_drawn(browser, at_least=2)
 
 
 def test_comparison_and_awr_pages(results: Path, browser: webdriver.Chrome) -> None:

@@ -135,6 +135,7 @@ def _petals(refs: list[RunRef]) -> str:
     specs = [webcharts.petal(refs, x="iops"), webcharts.petal(refs, x="mbps")]
     if any(r.run.get("latency") for r in refs):
         specs.append(webcharts.petal(refs, x="iops", latency="op_p99"))
+    specs += webcharts.latency_at_load(refs)  # RATE runs: the latency-at-load curves
     return _charts([s for s in specs if s["series"]])
 
 

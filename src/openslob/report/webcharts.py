@@ -25,6 +25,7 @@ from openslob.report.petal import (
     petal_points,
 )
 from openslob.report.plots import NINES, nines, percentile_curve, stairs
+from openslob.results.stream import csv_number
 
 if TYPE_CHECKING:
     from openslob.analysis.compare import Comparison
@@ -46,14 +47,9 @@ def _spec(
 
 
 def _float(value: Any) -> float | None:
-    """A CSV cell or JSON value as a finite float; None for not measured."""
-    if value is None or value == "":
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
+    """A CSV cell or JSON value as a finite number; None for not measured (JSON has no NaN)."""
+    number = csv_number(value)
+    return number if number is not None and math.isfinite(number) else None
 
 
 # --- petal plots ----------------------------------------------------------------------------
@@ -308,3 +304,47 @@ def _nines_points(xs: Sequence[float], ys: Sequence[float]) -> list[list[Any]]:
         [round(x, 4), None if math.isnan(y) else y, f"p{100 * (1 - 10**-x):.4g}"]
         for x, y in zip(xs, ys, strict=True)
     ]
+
+
+# --- latency at load (RATE runs) ---------------------------------------------------------------
+
+
+def latency_at_load(refs: Sequence[RunRef]) -> list[Spec]:
+    """p99 (solid) and p50 (dashed) from the intended start against the offered and the
+    achieved rate, one curve per sweep, UPDATE_PCT and session count (rateplot.py's points);
+    a saturated point says so in its tooltip."""
+    from openslob.report.rateplot import load_points
+
+    points, _, _ = load_points(refs)
+    if not points:
+        return []
+    curves = list(dict.fromkeys(p.curve for p in points))
+    specs = []
+    for attr in ("offered", "achieved"):
+        series = []
+        for n, curve in enumerate(curves):
+            label, pct, sessions = curve
+            mine = sorted((p for p in points if p.curve == curve), key=lambda p: p.offered)
+            name = f"{label} · {pct:g} % update, {sessions} sessions"
+            color = PCT_COLORS[n % len(PCT_COLORS)]
+            for pct_name, dash in (("p99", False), ("p50", True)):
+                coords = [
+                    [
+                        getattr(p, attr),
+                        getattr(p, pct_name),
+                        f"offered {p.offered:,.0f}/s, achieved {p.achieved:,.0f}/s"
+                        + (" · SATURATED" if p.saturated else ""),
+                    ]
+                    for p in mine
+                ]
+                series.append(_series(f"{name} {pct_name}", coords, color, dash=dash))
+        specs.append(
+            _spec(
+                f"Latency at load: from the intended start vs {attr} SLOBops/s",
+                {"label": f"{attr} SLOBops/s"},
+                {"label": "latency from the intended start (µs)", "log": True},
+                series,
+                line=True,
+            )
+        )
+    return specs
