@@ -26,6 +26,7 @@ from openslob.cli.app import (
 from openslob.cli.params import add_options, config_from_click
 from openslob.engines import registry
 from openslob.engines.api import Engine, SetupResult, Target, VerifyResult
+from openslob.runner import dataset
 from openslob.runner.prepare import hold_dataset, parallel, setup_dataset
 from openslob.runner.targets import resolve_targets
 
@@ -157,6 +158,9 @@ def verify(targets: tuple[str, ...], data_dir: Path | None, as_json: bool, **par
     """
     config = config_from_click(params, "verify")
     print_config_messages(config)
+    config, line = dataset.for_config(config, targets, data_dir)
+    if line:
+        err.print(line, highlight=False)
     engines = _engines_for(targets, config, data_dir)
     results = [(resolved, engine.verify(config)) for engine, resolved in engines]
     if as_json:

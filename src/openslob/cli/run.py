@@ -40,6 +40,7 @@ from openslob.model.metrics import METRICS, progress_keys
 from openslob.report.sweepfiles import finish_sweep
 from openslob.report.text import render_text
 from openslob.results.rundir import NotSaved, check_results_place
+from openslob.runner import dataset
 from openslob.runner import sweep as harness
 from openslob.runner.execute import run_benchmark
 from openslob.runner.progress import ProgressEvery
@@ -186,6 +187,9 @@ def run(
     # The metrics port is bound (or refused, in one line) before anything is printed or touched.
     with live_metrics(metrics_port, metrics_address, metrics_textfile) as exporters:
         print_config_messages(config)
+        config, line = dataset.for_config(config, targets, data_dir)  # before prepare()
+        if line:
+            err.print(line, highlight=False)
         sessions = config.session_count
         loops = config["WORK_LOOP"]
         span = f"{loops:,} SLOBops per session" if loops else f"{config['RUN_TIME']:g} s"
@@ -329,6 +333,9 @@ def _run_plan(
 ) -> None:
     """A sweep, or a repeated run (a sweep of one point): run what is not complete yet,
     then write sweep.csv, the summary and the plots, and say how it went."""
+    line = dataset.for_plan(plan, targets, data_dir)  # before sweep.json and prepare()
+    if line:
+        err.print(line, highlight=False)
     runs = plan.runs()
     per_point = float(plan.points[0].config["WARMUP"]) + float(plan.points[0].config["RUN_TIME"])
     axes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in plan.axes.items())
