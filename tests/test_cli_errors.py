@@ -29,7 +29,7 @@ SECRET = "MyS3cretPW"
 RUNS = Path(__file__).parent / "data" / "runs"
 GOOD_RUN = RUNS / "20261122T052706Z"
 # What a command says about itself before it reaches a target: not an error line.
-ANNOUNCEMENTS = ("setup on ", "run: ", "sweep ")
+ANNOUNCEMENTS = ("setup on ", "run: ", "sweep ", "data set as set up on ")
 
 BAD_TARGETS = [
     "bogus",

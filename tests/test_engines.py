@@ -62,7 +62,7 @@ def test_setup_then_verify(loaded, base: Path) -> None:
     assert again.exit_code == 0 and "data set is valid: nothing to do" in again.output
     verified = slob(base, cwd, "verify", "--target", TARGETS[engine], *DATA, "--json")
     assert verified.exit_code == 0, verified.output
-    checks = json.loads(verified.output)["checks"]
+    checks = json.loads(verified.stdout)["checks"]  # stderr: the data set line
     assert checks and all(c["ok"] for c in checks)
 
 

@@ -76,6 +76,23 @@ def test_setup_is_idempotent(engine: MariaDBEngine) -> None:
     assert engine.bytes_to_load(config(SCAN_TABLE_SZ="32")) == 2 * 16 * 16384
 
 
+def test_plain_verify_uses_the_data_set_as_set_up(
+    engine: MariaDBEngine, server: EmbeddedMariaDB, tmp_path
+) -> None:
+    """The bookkeeping gives back what setup was given; `slob verify` without data-set flags
+    checks that data set (not the defaults, 4 x 8192 rows) and says where it came from."""
+    assert engine.recorded_dataset() == {
+        "SCHEMAS": 2,
+        "SCALE": 4096,
+        "SCAN_TABLE_SZ": 16,
+        "SEED": 1,
+    }
+    target = ["--target", "embedded-mariadb", "--data-dir", str(server.base_dir)]
+    verify = invoke("verify", *target, cwd=tmp_path)
+    assert verify.exit_code == 0, verify.output
+    assert "SCHEMAS=2, SCALE=4096 rows" in verify.stderr and "SEED=1" in verify.stderr
+
+
 def test_describe_names_no_password(engine: MariaDBEngine) -> None:
     described = engine.describe()
     assert described["name"] == "mariadb"

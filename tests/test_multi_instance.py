@@ -90,7 +90,7 @@ def test_verify_and_doctor_each_instance(loaded, tmp_path: Path) -> None:
         "verify", *targets, "--schemas", "2", "--scale", str(SCALE), "--json", cwd=tmp_path
     )
     assert verified.exit_code == 0, verified.output
-    docs = json.loads(verified.output)
+    docs = json.loads(verified.stdout)  # stderr: the data set line
     assert [d["ok"] for d in docs] == [True, True]
     assert docs[1]["target"].startswith("postgresql://openslob@127.0.0.1")
     doctor = invoke("doctor", *targets, "--sessions", "8", "--json", cwd=tmp_path)

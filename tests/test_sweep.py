@@ -19,6 +19,7 @@ from openslob.results.collect import find_runs
 from openslob.runner.sweep import plan_sweep
 
 from .conftest import slob_subprocess
+from .test_run import dataset  # noqa: F401  (the data set DATA: this module's runs need it loaded)
 
 DATA = ["--schemas", "2", "--scale", "3000", "--scan-table-sz", "40", "--seed", "99"]
 
@@ -83,7 +84,11 @@ def _sweep_args(results: Path, label: str) -> list[str]:
     ]
 
 
-def test_sweep_runs_every_point_and_resumes(server: EmbeddedServer, tmp_path: Path) -> None:
+def test_sweep_runs_every_point_and_resumes(
+    dataset: EmbeddedServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server = dataset
     results = tmp_path / "results"
     env = {"SLOB_DATA_DIR": str(server.data_dir)}
     first = CliRunner().invoke(cli, _sweep_args(results, "t"), env=env, catch_exceptions=False)
@@ -121,7 +126,11 @@ def test_sweep_runs_every_point_and_resumes(server: EmbeddedServer, tmp_path: Pa
     assert other.exit_code == 2 and "different plan" in other.output
 
 
-def test_interrupted_sweep_resumes_where_it_stopped(server: EmbeddedServer, tmp_path: Path) -> None:
+def test_interrupted_sweep_resumes_where_it_stopped(
+    dataset: EmbeddedServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server = dataset
     results = tmp_path / "results"
     args = [*_sweep_args(results, "ctrlc")]
     args[args.index("--run-time") + 1] = "6"

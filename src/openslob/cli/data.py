@@ -26,6 +26,7 @@ from openslob.cli.app import (
 from openslob.cli.params import add_options, config_from_click
 from openslob.engines import registry
 from openslob.engines.api import Engine, SetupResult, Target, VerifyResult
+from openslob.runner import dataset
 from openslob.runner.prepare import hold_dataset, parallel, setup_dataset
 from openslob.runner.targets import resolve_targets
 
@@ -53,6 +54,7 @@ def setup(targets: tuple[str, ...], data_dir: Path | None, **params: Any) -> Non
 
     \b
     Examples:
+      slob setup
       slob setup --schemas 8 --scale 1G
       slob setup --conf ~/SLOB/slob.conf --load-parallel-degree 4
     """
@@ -151,12 +153,20 @@ def _print_setup(result: SetupResult, title: str = "Load summary") -> None:
 def verify(targets: tuple[str, ...], data_dir: Path | None, as_json: bool, **params: Any) -> None:
     """Measure the data set: rows, pages, rows per page, shuffle, indexes. Exit 1 if off.
 
+    SCHEMAS, SCALE, SCAN_TABLE_SZ and SEED not given (flag or slob.conf) are the data set's
+    as `slob setup` recorded them (one line says so); given ones are checked as given.
+
     \b
-    Example:
+    Examples:
+      slob verify
+      slob verify --json
       slob verify --schemas 8 --scale 1G
     """
     config = config_from_click(params, "verify")
     print_config_messages(config)
+    config, line = dataset.for_config(config, targets, data_dir)
+    if line:
+        err.print(line, highlight=False)
     engines = _engines_for(targets, config, data_dir)
     results = [(resolved, engine.verify(config)) for engine, resolved in engines]
     if as_json:

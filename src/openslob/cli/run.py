@@ -40,6 +40,7 @@ from openslob.model.metrics import METRICS, progress_keys
 from openslob.report.sweepfiles import finish_sweep
 from openslob.report.text import render_text
 from openslob.results.rundir import NotSaved, check_results_place
+from openslob.runner import dataset
 from openslob.runner import sweep as harness
 from openslob.runner.execute import run_benchmark
 from openslob.runner.progress import ProgressEvery
@@ -151,16 +152,18 @@ def run(
     """Run the SLOB work loop and write run.json, report.txt and timeseries.csv.
 
     Each session runs the loop inside the database (one CALL per sampling interval, so
-    every interval has its own latency percentiles). With no data set yet, a default one is
-    created first (4 x 64 MB). Defaults: 4 sessions, UPDATE_PCT=20, WORK_UNIT=64, WARMUP=5 s,
-    RUN_TIME=300 s.
+    every interval has its own latency percentiles). It runs on the data set that is there:
+    SCHEMAS, SCALE, SCAN_TABLE_SZ and SEED not given (flag or slob.conf) are the data set's
+    (one line says so). With no data set yet, the default one is created first (4 x 64 MiB).
+    Defaults: one session per schema, UPDATE_PCT=20, WORK_UNIT=64, WARMUP=5 s, RUN_TIME=300 s.
 
     \b
     Examples:
+      slob run
       slob run --run-time 60
       slob run --sessions 8 --update-pct 0 --run-time 30 --label readonly
       slob run --schemas 4 --threads-per-schema 2 --run-time 30
-      nohup slob run --run-time 2h --sample-interval 10 --progress-interval 60 > run.log 2>&1 &
+      nohup slob run --run-time 2h --progress-interval 60 --label soak > run.log 2>&1 &
       slob run --run-time 2h --metrics-port 9464   # Prometheus scrapes 127.0.0.1:9464
       slob run --run-time 60 --repeat 5 --label noise
 
@@ -186,6 +189,9 @@ def run(
     # The metrics port is bound (or refused, in one line) before anything is printed or touched.
     with live_metrics(metrics_port, metrics_address, metrics_textfile) as exporters:
         print_config_messages(config)
+        config, line = dataset.for_config(config, targets, data_dir)  # before prepare()
+        if line:
+            err.print(line, highlight=False)
         sessions = config.session_count
         loops = config["WORK_LOOP"]
         span = f"{loops:,} SLOBops per session" if loops else f"{config['RUN_TIME']:g} s"
@@ -298,13 +304,15 @@ def sweep(
     analyze table) and plots/ (petal plots). Rerunning the same command skips the
     complete points and redoes interrupted or failed ones. --repeat N runs every point N
     times in rounds (A B C A B C) and writes summary.csv (median, min, max, CV per
-    point); a rerun with a larger --repeat adds rounds.
+    point); a rerun with a larger --repeat adds rounds. Every point runs on the data set that
+    is there, as `slob run` does (SCHEMAS, SCALE, SCAN_TABLE_SZ, SEED not given).
 
     \b
     Examples:
       slob sweep --sessions 1,2,4,8 --update-pct 0,10,20,30 --run-time 60 --label ssd
       slob sweep --sessions 4,16,64 --work-unit 16,64 --update-pct 0 --label wu
       slob sweep --sessions 1,4 --update-pct 0,20 --run-time 60 --repeat 3 --label a
+      slob sweep --sessions 8 --update-pct 0,20 --rate 10%,50%,100% --run-time 60 --label rate
     """
     conf = params.pop("conf", None)
     options = {option.name: option for option in options_for("sweep")}
@@ -329,6 +337,9 @@ def _run_plan(
 ) -> None:
     """A sweep, or a repeated run (a sweep of one point): run what is not complete yet,
     then write sweep.csv, the summary and the plots, and say how it went."""
+    line = dataset.for_plan(plan, targets, data_dir)  # before sweep.json and prepare()
+    if line:
+        err.print(line, highlight=False)
     runs = plan.runs()
     per_point = float(plan.points[0].config["WARMUP"]) + float(plan.points[0].config["RUN_TIME"])
     axes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in plan.axes.items())

@@ -1,11 +1,16 @@
 """The effective configuration (Config): defaults < slob.conf < flags, validated as a whole,
-and the checks of parameter combinations that cannot run."""
+and the checks of parameter combinations that cannot run.
+
+Each value keeps its source: "default", "file" (slob.conf), "flag", or "dataset" when a
+command took a parameter left at its default from the data set in the database
+(runner/dataset.py, through Config.with_values). "file" and "flag" are the given ones.
+"""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -23,7 +28,8 @@ from openslob.config.options import OPTIONS, OPTIONS_BY_NAME
 from openslob.config.slobconf import read_slob_conf
 from openslob.model.errors import ConfigError
 
-Source = Literal["default", "file", "flag"]
+Source = Literal["default", "file", "flag", "dataset"]
+GIVEN: frozenset[Source] = frozenset({"file", "flag"})
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +41,7 @@ class Config(Mapping[str, Any]):
     conf_path: Path | None = None
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    scope: str | None = None  # the command whose cross-parameter checks apply (resolve)
 
     def __post_init__(self) -> None:
         # Read-only views: a Config is shared by the runner, the engine and the report.
@@ -60,6 +67,30 @@ class Config(Mapping[str, Any]):
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict in table order (run.json's ``config`` block)."""
         return {o.name: self.params[o.name] for o in OPTIONS if o.name in self.params}
+
+    def given(self, name: str) -> bool:
+        """Whether the user set this parameter (a flag or slob.conf), not a default."""
+        return self.sources.get(name) in GIVEN
+
+    def sources_given(self) -> dict[str, Source]:
+        """Where each value that is not a built-in default came from, in table order
+        (run.json's ``config_sources``)."""
+        return {
+            o.name: self.sources[o.name]
+            for o in OPTIONS
+            if self.sources.get(o.name, "default") != "default"
+        }
+
+    def with_values(self, values: Mapping[str, Any], source: Source) -> Config:
+        """A copy with these values from `source`, checked again as a whole: a value taken
+        from the data set must fit the others as a given one would (SCALE > 2 x WORK_UNIT)."""
+        config = replace(
+            self,
+            params={**self.params, **values},
+            sources={**self.sources, **dict.fromkeys(values, source)},
+        )
+        check_combination(config, scope=self.scope)
+        return config
 
 
 def _find_conf(conf: Path | str | None, cwd: Path) -> Path | None:
@@ -133,6 +164,7 @@ def resolve(
         conf_path=conf_path,
         notes=tuple(conf_file.notes) if conf_file else (),
         warnings=tuple(conf_file.warnings) if conf_file else (),
+        scope=scope,
     )
     check_combination(config, scope=scope)
     return config

@@ -137,6 +137,12 @@ class Engine(ABC):
         by hand, bloated)."""
 
     @abstractmethod
+    def recorded_dataset(self) -> dict[str, int] | None:
+        """SCHEMAS, SCALE, SCAN_TABLE_SZ and SEED of the data set setup recorded on this
+        target (its bookkeeping, read only); None when there is none. A command not given
+        them works on this data set (runner/dataset.py)."""
+
+    @abstractmethod
     def has_data(self) -> bool:
         """Whether any SLOB schema exists (a first run creates the default data set)."""
 

@@ -417,6 +417,9 @@ def build_run_json(
         "error": record.error,
         "stopped_by": record.stopped_by,
         "config": config.as_dict(),
+        # where each value not a built-in default came from: flag, file (slob.conf), or
+        # dataset (taken from the data set in the database: runner/dataset.py)
+        "config_sources": config.sources_given(),
         "engine": engine,
         "host": host_info,
         "window": {

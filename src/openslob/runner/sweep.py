@@ -335,13 +335,13 @@ def run_sweep(
     groups: dict[str, list[Point]] = {}
     for entry in todo:
         point = by_name[entry["name"]]
-        group = groups.setdefault(_server_key(target, point), [])
+        group = groups.setdefault(server_key(target, point), [])
         if point not in group:  # once per point, however many repeats
             group.append(point)
     prepared_by_key: dict[str, Prepared] = {}
     try:
         for entry in todo:
-            key = _server_key(target, by_name[entry["name"]])
+            key = server_key(target, by_name[entry["name"]])
             if key not in prepared_by_key:
                 # The previous group's private servers are stopped: their background
                 # flushing and purge must not share the device with the next points.
@@ -375,7 +375,7 @@ def _stop_private_servers(prepared: Prepared, notice: Notice) -> None:
             notice(f"stopped {instance.target.label}")
 
 
-def _server_key(target: str | list[str] | tuple[str, ...] | None, point: Point) -> str:
+def server_key(target: str | list[str] | tuple[str, ...] | None, point: Point) -> str:
     """Points with the same key run on the same servers: the engines' own (a private server
     per page size, say), the same for every point otherwise."""
     targets = [target] if isinstance(target, str) else list(target or [])

@@ -89,6 +89,9 @@ class SlobEngine(Engine):
     def missing_tables(self, config: Config, schemas: list[str]) -> dict[str, str]:
         return tables.missing_tables(self._loader, config, self.table_spec, schemas)
 
+    def recorded_dataset(self) -> dict[str, int] | None:
+        return tables.recorded_parameters(self._loader.recorded_tables())
+
     def has_data(self) -> bool:
         return bool(self._loader.existing_schemas())
 

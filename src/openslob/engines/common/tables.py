@@ -1,4 +1,10 @@
-"""The SLOB data set as both engines plan it: which tables each schema holds, and seeds."""
+"""The SLOB data set as both engines plan it: which tables each schema holds, and seeds.
+
+Setup records every table it (re)loads in the engine's bookkeeping table (rows, the schema's
+seed, status); recorded_parameters reads the SCHEMAS, SCALE, SCAN_TABLE_SZ and SEED a data
+set was set up with back from those rows (Engine.recorded_dataset), so that a command given
+none of them works on the data set that is there.
+"""
 
 from __future__ import annotations
 
@@ -27,9 +33,20 @@ def correlation_limit(rows: int) -> float:
     return max(0.05, 5 / math.sqrt(max(rows, 1)))
 
 
+_SEED_FACTOR = 1_000_003
+_SCHEMA_STEP = 7_919
+
+
 def schema_seed(seed: int, schema_index: int) -> int:
     """Independent, reproducible seed per schema (a large odd multiplier spreads them)."""
-    return (seed * 1_000_003 + schema_index * 7_919) % (1 << 62)
+    return (seed * _SEED_FACTOR + schema_index * _SCHEMA_STEP) % (1 << 62)
+
+
+def seed_of(recorded: int, schema_index: int) -> int | None:
+    """The SEED whose schema_seed for this schema is `recorded` (None: none is). Exact: SEED
+    is below 2**31, so seed x 1,000,003 never reaches the modulus 2**62."""
+    seed, rest = divmod(recorded - schema_index * _SCHEMA_STEP, _SEED_FACTOR)
+    return seed if rest == 0 and seed >= 0 else None
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,49 @@ def config_tables(config: Config, spec: type[Spec]) -> list[Spec]:
     return wanted_tables(
         config["SCHEMAS"], config["SCALE"], config["SCAN_TABLE_SZ"], config["SEED"], spec
     )
+
+
+@dataclass(frozen=True)
+class RecordedTable:
+    """One row of an engine's bookkeeping: what setup loaded (or began to load) there."""
+
+    schema: str
+    table: str
+    rows: int
+    seed: int  # the schema's seed (schema_seed), as the load used it
+
+
+def recorded_parameters(recorded: list[RecordedTable]) -> dict[str, int] | None:
+    """SCHEMAS, SCALE, SCAN_TABLE_SZ and SEED of the data set setup recorded; None when
+    there is none (no user1.cf1, or one no SEED explains).
+
+    Setup always (re)loads user1..userN, so the last one's schemas are the run of user1,
+    user2, ... whose cf1 share user1's rows and SEED; schemas left from an earlier setup with
+    other parameters end it. SCAN_TABLE_SZ is the rows of their cf2 when every one has the
+    same, else 0 (no scan table the run could use in every schema). Half-loaded tables count:
+    the run then names them, and the parameters that `slob setup` repairs them with."""
+    by_name = {(r.schema, r.table): r for r in recorded}
+    first = by_name.get((schema_name(1), "cf1"))
+    seed = seed_of(first.seed, 1) if first is not None else None
+    if first is None or seed is None:
+        return None
+    schemas = 0
+    while True:
+        cf1 = by_name.get((schema_name(schemas + 1), "cf1"))
+        if cf1 is None or cf1.rows != first.rows or cf1.seed != schema_seed(seed, schemas + 1):
+            break
+        schemas += 1
+    scan_rows = set()
+    for index in range(1, schemas + 1):
+        cf2 = by_name.get((schema_name(index), "cf2"))
+        ok = cf2 is not None and cf2.seed == schema_seed(seed, index)
+        scan_rows.add(cf2.rows if ok and cf2 is not None else 0)
+    return {
+        "SCHEMAS": schemas,
+        "SCALE": first.rows,
+        "SCAN_TABLE_SZ": scan_rows.pop() if len(scan_rows) == 1 else 0,
+        "SEED": seed,
+    }
 
 
 def with_references(specs: list[Spec]) -> list[tuple[Spec, Spec | None]]:

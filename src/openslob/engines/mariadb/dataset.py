@@ -443,6 +443,24 @@ class DatasetLoader:
 
     # -- listing and dropping
 
+    def recorded_tables(self) -> list[tables.RecordedTable]:
+        """Every table the bookkeeping holds, as setup recorded it; [] without bookkeeping.
+        Reads only: nothing is created (a command may still be refused before it changes
+        anything)."""
+        with self._connection() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT COUNT(*) FROM information_schema.TABLES"
+                " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                [META_DB, META_TABLE],
+            )
+            if not cur.fetchone()[0]:
+                return []
+            cur.execute(
+                f"SELECT schema_name, table_name, n_rows, seed FROM {ident(META_DB, META_TABLE)}"
+            )
+            rows = cur.fetchall()
+        return [tables.RecordedTable(r[0], r[1], int(r[2]), int(r[3])) for r in rows]
+
     def existing_schemas(self) -> list[str]:
         """Schemas that setup recorded, in natural order (user2 before user10)."""
         with self._connection() as conn, conn.cursor() as cur:

@@ -364,6 +364,21 @@ class DatasetLoader:
 
     # -- listing and dropping
 
+    def recorded_tables(self) -> list[tables.RecordedTable]:
+        """Every table the bookkeeping holds, as setup recorded it; [] without bookkeeping.
+        Reads only: nothing is created (a command may still be refused before it changes
+        anything)."""
+        with self._connection(LOADER_APP) as conn:
+            meta = f"{META_SCHEMA}.{META_TABLE}"
+            if conn.execute("SELECT to_regclass(%s)", [meta]).fetchone()[0] is None:
+                return []
+            rows = conn.execute(
+                sql.SQL("SELECT schema_name, table_name, rows, seed FROM {}").format(
+                    sql.Identifier(META_SCHEMA, META_TABLE)
+                )
+            ).fetchall()
+        return [tables.RecordedTable(r[0], r[1], int(r[2]), int(r[3])) for r in rows]
+
     def existing_schemas(self) -> list[str]:
         """Schemas that setup recorded, in natural order (user2 before user10)."""
         with self._connection(LOADER_APP) as conn:

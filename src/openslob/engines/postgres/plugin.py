@@ -243,10 +243,17 @@ def with_prompted_password(conninfo: str) -> str:
     """The conninfo, with a password typed at the terminal when the server wants one and
     none was found. The password lives only in this process's memory (never echoed, logged
     or stored: every printed form goes through redact)."""
+    if conninfo in _TYPED:  # asked once per process: a command may resolve a target twice
+        return _TYPED[conninfo]
     if not sys.stdin.isatty() or not _needs_password(conninfo):
         return conninfo
     password = getpass.getpass(f"password for {redact(conninfo)}: ")
-    return make_conninfo(conninfo, password=password)
+    _TYPED[conninfo] = make_conninfo(conninfo, password=password)
+    return _TYPED[conninfo]
+
+
+# The conninfo with the password typed for it, by the conninfo as given (this process only).
+_TYPED: dict[str, str] = {}
 
 
 PLUGIN = PostgresPlugin()
