@@ -233,10 +233,12 @@ def test_every_sweep_point_starts_on_a_valid_layout(fresh_dataset, tmp_path, db)
     assert first["reloaded"] == []
     assert second["reloaded"] and all("bloated" in why for why in second["reloaded"])
     run = load_run(tmp_path / "sweep" / second["run_dir"])
-    assert all(
-        change["before"]["pages"] == SCALE
-        for name, change in run["tables"].items()
-        if name.endswith(".cf1")
-    )
+    cf1 = {name: c["before"]["pages"] for name, c in run["tables"].items() if name.endswith(".cf1")}
+    # the bloated tables were reloaded (exactly SCALE pages); a table the held snapshot did
+    # not push over the one-row-per-page bound is valid as it is (an earlier module's update
+    # runs may have left it a few pages over SCALE)
+    reloaded = [name for name in cf1 if any(name in why for why in second["reloaded"])]
+    assert reloaded and all(cf1[name] == SCALE for name in reloaded), (cf1, second["reloaded"])
+    assert all(SCALE <= pages <= max_pages(SCALE) for pages in cf1.values()), cf1
     saved = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
     assert saved["points"][1]["reloaded"] == second["reloaded"]
