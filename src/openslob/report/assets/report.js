@@ -219,24 +219,43 @@
     },
   };
 
+  function createChart(box) {
+    if (box._chart) return;
+    const spec = box._spec;
+    if (spec.kind === "bars") {
+      box.style.height = Math.max(220, 60 + 22 * spec.bars.length) + "px";
+    }
+    const canvas = box.querySelector("canvas");
+    const chart = new Chart(canvas, spec.kind === "bars" ? barsConfig(spec, box) : xyConfig(spec, box));
+    box._chart = chart;
+    charts.push(chart);
+    if (spec.group) (groups[spec.group] = groups[spec.group] || []).push(chart);
+    canvas.addEventListener("dblclick", () => resetZoom(box, chart));
+    const button = box.querySelector("button.reset");
+    if (button) button.addEventListener("click", () => resetZoom(box, chart));
+    canvas.addEventListener("mouseleave", () => { box.querySelector(".chart-tip").style.display = "none"; });
+  }
+
+  // Charts inside a closed run section are created when it opens (or the page is printed):
+  // a sweep of many runs loads as fast as one.
+  const deferred = [];
+
   function initCharts() {
-    if (typeof Chart === "undefined") return;
+    if (typeof Chart === "undefined") return 0;
     Chart.register(bandsPlugin);
-    document.querySelectorAll(".chart").forEach((box) => {
-      const spec = JSON.parse(box.querySelector("script.chart-spec").textContent);
-      box._spec = spec;
-      if (spec.kind === "bars") {
-        box.style.height = Math.max(220, 60 + 22 * spec.bars.length) + "px";
+    const boxes = document.querySelectorAll(".chart");
+    boxes.forEach((box) => {
+      box._spec = JSON.parse(box.querySelector("script.chart-spec").textContent);
+      const closed = box.closest("details:not([open])");
+      if (!closed) { createChart(box); return; }
+      deferred.push(box);
+      if (!closed._charts) {
+        closed._charts = [];
+        closed.addEventListener("toggle", () => { if (closed.open) closed._charts.forEach(createChart); });
       }
-      const canvas = box.querySelector("canvas");
-      const chart = new Chart(canvas, spec.kind === "bars" ? barsConfig(spec, box) : xyConfig(spec, box));
-      charts.push(chart);
-      if (spec.group) (groups[spec.group] = groups[spec.group] || []).push(chart);
-      canvas.addEventListener("dblclick", () => resetZoom(box, chart));
-      const button = box.querySelector("button.reset");
-      if (button) button.addEventListener("click", () => resetZoom(box, chart));
-      canvas.addEventListener("mouseleave", () => { box.querySelector(".chart-tip").style.display = "none"; });
+      closed._charts.push(box);
     });
+    return boxes.length;
   }
 
   function resetZoom(box, chart) {
@@ -247,6 +266,7 @@
   // --- print: every section open, charts at paper width ------------------------------------
   function beforePrint() {
     document.querySelectorAll("details").forEach((d) => { d.dataset.wasOpen = d.open ? "1" : ""; d.open = true; });
+    deferred.forEach(createChart);  // now, not at the toggle events: printing will not wait
     charts.forEach((c) => c.resize());
   }
   function afterPrint() {
@@ -256,10 +276,10 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     initTables();
-    initCharts();
+    const boxes = initCharts();
     window.addEventListener("beforeprint", beforePrint);
     window.addEventListener("afterprint", afterPrint);
-    document.body.dataset.ready = charts.length.toString();
+    document.body.dataset.ready = boxes.toString();  // every chart box: drawn or waiting
   });
   window.openslobCharts = charts;
 })();
