@@ -67,6 +67,12 @@ def test_plain_verify_and_run_use_the_data_set(small_dataset, slob, tmp_path: Pa
     )
     assert sources["RUN_TIME"] == "flag" and "WORK_UNIT" not in sources  # a default
 
+    # doctor checks capacity and the data size against the data set that is there
+    doctor = slob("doctor", "--json")
+    assert LINE in doctor.stderr, doctor.output
+    findings = {f["check"]: f for f in json.loads(doctor.stdout)}  # one target: one list
+    assert findings["data set vs shared_buffers"]["value"].startswith("32 MB vs")  # 2 x 16 MiB
+
 
 def test_given_values_win_and_a_mismatch_still_stops(small_dataset, slob, tmp_path: Path) -> None:
     one = slob("verify", "--schemas", "1")  # given: one schema; the rest from the data set

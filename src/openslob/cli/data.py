@@ -210,7 +210,9 @@ def doctor(targets: tuple[str, ...], data_dir: Path | None, as_json: bool, **par
 
     Each finding says what it measured, a verdict (ok / warn / fail) and what to change.
     Run options (--sessions, --schemas, --scale ...) set what capacity and data size are
-    checked against. Exit 1 when something fails (setup or the run cannot work).
+    checked against; SCHEMAS, SCALE, SCAN_TABLE_SZ and SEED not given are the data set's, as
+    for `slob run` (one line says so). Exit 1 when something fails (setup or the run cannot
+    work).
 
     \b
     Examples:
@@ -218,6 +220,10 @@ def doctor(targets: tuple[str, ...], data_dir: Path | None, as_json: bool, **par
       slob doctor --target embedded --scale 1G --json
     """
     config = config_from_click(params, "run")
+    # the data set that is there decides the data size and default sessions checked
+    config, line = dataset.for_config(config, targets, data_dir)
+    if line:
+        err.print(line, highlight=False)
     resolved_targets = resolve_targets(targets, config, data_dir)
     # Each instance is checked for the sessions it gets (round robin over the instances).
     share = -(-config.session_count // len(resolved_targets))
