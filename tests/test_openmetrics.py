@@ -186,10 +186,39 @@ def test_scraped_during_a_real_run_and_textfile_matches_timeseries(
         for stat, q in (("p50", "0.5"), ("p99", "0.99")):
             got = value(samples, "openslob_op_latency_microseconds", op=kind, quantile=q)
             assert got == float(final[f"{kind}_{stat}_us"])
+    # a closed-loop run has no intended start: those families are absent, never 0
+    assert not [n for n in samples if "intended" in n[0]]
     assert not list(textfile.parent.glob("*.prom.*"))  # no temporary file left beside it
     during = [value(t, "openslob_ops_total", op="select") for t in scraper.textfiles]
     first_seen = min(c for c in during if c)  # rewritten as the window went
     assert 0 < first_seen < value(samples, "openslob_ops_total", op="select")
+
+
+def test_rate_run_exports_latency_from_the_intended_start(
+    dataset: EmbeddedServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A RATE run's textfile carries the intended-start percentiles of the last interval,
+    equal to timeseries.csv's, each at least the service time's (the lag is added)."""
+    textfile = tmp_path / "openslob.prom"
+    result = invoke(
+        "run", *DATA, "--update-pct", "0", "--rate", "60", "--sessions", "2", "--warmup", "0",
+        "--run-time", "3", "--sample-interval", "1", "--results-dir", str(tmp_path / "results"),
+        "--metrics-textfile", str(textfile),
+        cwd=tmp_path, env={"SLOB_DATA_DIR": str(dataset.data_dir)},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (run_dir,) = (tmp_path / "results").iterdir()
+    final = window_rows(run_dir)[-1]
+    samples = parse(textfile.read_text())
+    for stat, q in (("p50", "0.5"), ("p90", "0.9"), ("p99", "0.99"), ("p999", "0.999")):
+        intended = value(samples, "openslob_op_latency_intended_microseconds", op="select",
+                         quantile=q)  # fmt: skip
+        service = value(samples, "openslob_op_latency_microseconds", op="select", quantile=q)
+        assert intended == float(final[f"select_{stat}_intended_us"])
+        assert service is not None and intended >= service
+    top = value(samples, "openslob_op_latency_intended_max_microseconds", op="select")
+    assert top == float(final["select_max_intended_us"])
 
 
 def one_line_error(result: Any, *words: str) -> None:

@@ -13,7 +13,8 @@ Contract (README "Live metrics" lists every name):
   warmup | window); a figure not measured (None) is left out, never exported as 0.
 - Per op type (`op`: select | update | scan), from the loops' own histograms:
   `openslob_op_latency_microseconds{quantile=0.5|0.9|0.99|0.999}`, `..._mean_...`, `..._max_...`
-  gauges of the latest interval; `openslob_ops_total` counts the ops of the phase so far, and
+  gauges of the latest interval (RATE runs also `openslob_op_latency_intended_...`: from each
+  op's scheduled start); `openslob_ops_total` counts the ops of the phase so far, and
   `openslob_op_latency_histogram_microseconds` is a real histogram of the phase so far on
   BUCKETS_US. Its counts are exact sums of our buckets: under `le` go the ops of every bucket
   of ours that ends at or below `le`, i.e. ops timed below `le` whole µs (exact up to 2 ms,
@@ -70,6 +71,15 @@ FIXED = {
     "op_latency_mean_microseconds": "SLOBop mean latency of the latest interval (µs)",
     "op_latency_max_microseconds": "SLOBop max latency of the latest interval (µs)",
     "op_latency_histogram_microseconds": "SLOBop latency over the phase so far (µs)",
+    "op_latency_intended_microseconds": (
+        "RATE runs: SLOBop latency from the intended start, percentiles of the latest interval (µs)"
+    ),
+    "op_latency_intended_mean_microseconds": (
+        "RATE runs: SLOBop mean latency from the intended start, latest interval (µs)"
+    ),
+    "op_latency_intended_max_microseconds": (
+        "RATE runs: SLOBop max latency from the intended start, latest interval (µs)"
+    ),
 }
 # The columns every row starts with (runner/timeseries.py HEAD): two are exported by name.
 HEAD_GAUGES = {"seconds": "interval_seconds", "elapsed_s": "elapsed_seconds"}
@@ -285,18 +295,24 @@ class OpenMetricsExporter(Collector):
         def family(cls: type[Metric], name: str, *more: str) -> Any:
             return cls(PREFIX + name, FIXED[name], labels=[*names, *more])
 
-        latency = family(GaugeMetricFamily, "op_latency_microseconds", "quantile")
-        mean = family(GaugeMetricFamily, "op_latency_mean_microseconds")
-        top = family(GaugeMetricFamily, "op_latency_max_microseconds")
-        for kind in OP_KINDS:
-            for stat, _ in LATENCY_STATS:
-                value = row.get(f"{kind}_{stat}_us")
-                if value is None:
-                    continue
-                if stat in QUANTILES:
-                    latency.add_metric([*values, kind, QUANTILES[stat]], float(value))
-                else:
-                    (mean if stat == "mean" else top).add_metric([*values, kind], float(value))
+        gauges = []
+        # the service time, and for RATE runs the latency from the intended start (the
+        # timeseries.csv columns `select_p99_us`, `select_p99_intended_us`)
+        for suffix, infix in (("", ""), ("_intended", "intended_")):
+            latency = family(GaugeMetricFamily, f"op_latency_{infix}microseconds", "quantile")
+            mean = family(GaugeMetricFamily, f"op_latency_{infix}mean_microseconds")
+            top = family(GaugeMetricFamily, f"op_latency_{infix}max_microseconds")
+            for kind in OP_KINDS:
+                for stat, _ in LATENCY_STATS:
+                    value = row.get(f"{kind}_{stat}{suffix}_us")
+                    if value is None:
+                        continue
+                    if stat in QUANTILES:
+                        latency.add_metric([*values, kind, QUANTILES[stat]], float(value))
+                    else:
+                        target = mean if stat == "mean" else top
+                        target.add_metric([*values, kind], float(value))
+            gauges += [latency, mean, top]
         ops = family(CounterMetricFamily, "ops_total")
         hist = family(HistogramMetricFamily, "op_latency_histogram_microseconds")
         for (phase, kind), count in self._ops.items():
@@ -305,4 +321,4 @@ class OpenMetricsExporter(Collector):
             total = self._hists[(phase, kind)]
             total_us = (total.mean_us() or 0.0) * total.count  # bucket midpoints
             hist.add_metric(labels, histogram_buckets(total), total_us)
-        return [f for f in (latency, mean, top, ops, hist) if f.samples]
+        return [f for f in (*gauges, ops, hist) if f.samples]
