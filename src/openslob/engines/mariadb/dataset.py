@@ -447,6 +447,11 @@ class DatasetLoader:
         """Every table the bookkeeping holds, as setup recorded it; [] without bookkeeping.
         Reads only: nothing is created (a command may still be refused before it changes
         anything)."""
+        rows = self._bookkeeping("schema_name, table_name, n_rows, seed")
+        return [tables.RecordedTable(r[0], r[1], int(r[2]), int(r[3])) for r in rows]
+
+    def _bookkeeping(self, columns: str) -> list[tuple]:
+        """Rows of the bookkeeping table; [] when there is none (nothing is created)."""
         with self._connection() as conn, conn.cursor() as cur:
             cur.execute(
                 "SELECT COUNT(*) FROM information_schema.TABLES"
@@ -455,24 +460,12 @@ class DatasetLoader:
             )
             if not cur.fetchone()[0]:
                 return []
-            cur.execute(
-                f"SELECT schema_name, table_name, n_rows, seed FROM {ident(META_DB, META_TABLE)}"
-            )
-            rows = cur.fetchall()
-        return [tables.RecordedTable(r[0], r[1], int(r[2]), int(r[3])) for r in rows]
+            cur.execute(f"SELECT {columns} FROM {ident(META_DB, META_TABLE)}")
+            return list(cur.fetchall())
 
     def existing_schemas(self) -> list[str]:
         """Schemas that setup recorded, in natural order (user2 before user10)."""
-        with self._connection() as conn, conn.cursor() as cur:
-            cur.execute(
-                "SELECT COUNT(*) FROM information_schema.TABLES"
-                " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-                [META_DB, META_TABLE],
-            )
-            if not cur.fetchone()[0]:
-                return []
-            cur.execute(f"SELECT DISTINCT schema_name FROM {ident(META_DB, META_TABLE)}")
-            names = [r[0] for r in cur.fetchall()]
+        names = [r[0] for r in self._bookkeeping("DISTINCT schema_name")]
         return sorted(names, key=schema_order)
 
     def drop_all(self) -> list[str]:
