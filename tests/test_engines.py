@@ -542,7 +542,7 @@ def test_doctor_on_mariadb(base: Path, tmp_path: Path) -> None:
     maria.start()
     result = slob(base, tmp_path, "doctor", "--target", "embedded-mariadb", *DATA, "--json")
     assert result.exit_code == 0, result.output
-    verdicts = {f["check"]: f["verdict"] for f in json.loads(result.output)}
+    verdicts = {f["check"]: f["verdict"] for f in json.loads(result.stdout)}
     for check in (
         "server version", "setup privileges (global)", "read performance_schema",
         "performance_schema", "data file I/O instrument", "direct I/O", "read-ahead",
@@ -560,7 +560,8 @@ def test_doctor_on_mariadb(base: Path, tmp_path: Path) -> None:
     weak = f"mysql://weak:s3cret-pw@localhost/?unix_socket={socket}"
     table = invoke("doctor", "--target", weak, *DATA, cwd=tmp_path)
     assert table.exit_code == 0 and "s3cret-pw" not in table.output
-    findings = json.loads(invoke("doctor", "--target", weak, *DATA, "--json", cwd=tmp_path).output)
+    # stdout: the JSON (the data-set line, when there is one, goes to stderr)
+    findings = json.loads(invoke("doctor", "--target", weak, *DATA, "--json", cwd=tmp_path).stdout)
     by_check = {f["check"]: f for f in findings}
     assert "s3cret-pw" not in json.dumps(findings)
     setup = by_check["setup privileges (global)"]

@@ -94,7 +94,7 @@ def test_verify_and_doctor_each_instance(loaded, tmp_path: Path) -> None:
     assert [d["ok"] for d in docs] == [True, True]
     assert docs[1]["target"].startswith("postgresql://openslob@127.0.0.1")
     doctor = invoke("doctor", *targets, "--sessions", "8", "--json", cwd=tmp_path)
-    findings = json.loads(doctor.output)
+    findings = json.loads(doctor.stdout)  # stderr: the data-set line
     assert len(findings) == 2
     capacity = next(f for f in findings[0] if f["check"] == "connections")
     assert capacity["value"].startswith("7 needed")  # its share: 4 of 8 sessions + 3
@@ -270,7 +270,7 @@ def test_pg_environment_and_pgpass(loaded, tmp_path: Path) -> None:
         "PGPASSFILE": str(second.passfile),
     }
     result = invoke("doctor", "--target", "postgresql://", "--json", cwd=tmp_path, env=env)
-    findings = json.loads(result.output)
+    findings = json.loads(result.stdout)
     assert findings[0]["check"] == "server version" and findings[0]["verdict"] == "ok"
     no_password = invoke(
         "doctor", "--target", "postgresql://", cwd=tmp_path, env={**env, "PGPASSFILE": "/dev/null"}

@@ -221,7 +221,7 @@ def doctor(targets: tuple[str, ...], data_dir: Path | None, as_json: bool, **par
     """
     config = config_from_click(params, "run")
     # the data set that is there decides the data size and default sessions checked
-    config, line = dataset.for_config(config, targets, data_dir)
+    config, line = dataset.for_doctor(config, targets, data_dir)
     if line:
         err.print(line, highlight=False)
     resolved_targets = resolve_targets(targets, config, data_dir)

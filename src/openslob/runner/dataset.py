@@ -122,6 +122,20 @@ def for_config(
     return filled, summary(filled, found)
 
 
+def for_doctor(
+    config: Config, targets: Targets, data_dir: Path | None
+) -> tuple[Config, str | None]:
+    """`slob doctor`: as for_config, but a server it cannot reach or bookkeeping its role
+    may not read leave the defaults (a driver's error, as an engine recognises it):
+    diagnosing those is what doctor is for, so it must still run and say so."""
+    try:
+        return for_config(config, targets, data_dir)
+    except Exception as exc:
+        if registry.describe_error(exc) is None:
+            raise  # not the database's answer: a defect, not something to diagnose
+        return config, None
+
+
 def for_plan(plan: SweepPlan, targets: Targets, data_dir: Path | None) -> str | None:
     """`slob sweep` and a repeated run: every point, and the plan's base (sweep.json, what a
     rerun resumes by), with the data set's parameters the points were not given; the line
