@@ -3,6 +3,7 @@ themselves are for people to read, never asserted: tests do not judge speed)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,10 +31,12 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def bench_server() -> Iterator[EmbeddedServer]:
-    srv = EmbeddedServer(make_base_dir("openslob-benchtest-") / "srv")
+    base = make_base_dir("openslob-benchtest-")
+    srv = EmbeddedServer(base / "srv")
     srv.start("pio")
     yield srv
     srv.destroy()
+    shutil.rmtree(base, ignore_errors=True)  # the directory make_base_dir made, too
 
 
 def test_every_script_is_covered() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -415,6 +416,7 @@ def doomed_server(tmp_path) -> EmbeddedServer:
     assert result.exit_code == 0, result.output
     yield srv
     srv.destroy()
+    shutil.rmtree(base, ignore_errors=True)  # the directory make_base_dir made, too
 
 
 def test_server_death_fails_the_run_quickly_and_keeps_results(doomed_server, tmp_path) -> None:
@@ -468,6 +470,7 @@ def test_zero_argument_run_creates_default_data(tmp_path) -> None:
         assert "Load Profile" in stdout
     finally:
         srv.destroy()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_protective_warnings_for_a_small_short_run(dataset, tmp_path) -> None:
