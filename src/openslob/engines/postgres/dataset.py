@@ -81,19 +81,36 @@ def create_table_sql(spec: TableSpec) -> list[sql.Composed]:
     ]
 
 
-def load_chunk_sql(spec: TableSpec) -> sql.Composed:
-    """Insert keys first, first+step, ... in this schema's shuffled order.
+# Which of a table's `step` load streams a key belongs to: a hash of the key under its own
+# salt of the schema's seed, not the key's stride (first, first+step, ...). When the streams
+# of a table do not interleave evenly (a busy host serialises them), the pages fill stream by
+# stream; with strides, odd keys then came first in every schema alike and the schemas' page
+# orders correlated (r = 0.16-0.43 on a loaded host, against |r| < 0.112 for 2,000 rows).
+# With a per-schema hash, which keys share a stream is independent between schemas.
+STREAM_SALT = 0x5DEECE66D
+STREAM_KEYS = (
+    "SELECT k FROM generate_series(1, %(last)s::bigint) k"
+    " WHERE abs(mod(hashint8extended(k, %(seed)s::bigint # {salt}), %(step)s)) = %(first)s - 1"
+    " ORDER BY hashint8extended(k, %(seed)s::bigint) OFFSET 0"
+).replace("{salt}", str(STREAM_SALT))
+
+
+def stream_keys_sql() -> sql.SQL:
+    """The keys of load stream `first` (1..step) of a table, in this schema's shuffled order.
 
     The shuffle sorts bare keys in a subquery (OFFSET 0 keeps it from being flattened) so the
     wide padding is computed after the sort and never spills to disk with it.
     """
+    return sql.SQL(STREAM_KEYS)
+
+
+def load_chunk_sql(spec: TableSpec) -> sql.Composed:
+    """Insert the keys of one load stream in this schema's shuffled order."""
     return sql.SQL(
         "INSERT INTO {table} (custid, {cols}) "
-        "SELECT k, {pads} FROM ("
-        "  SELECT k FROM generate_series(%(first)s::bigint, %(last)s::bigint, %(step)s::bigint) k"
-        "  ORDER BY hashint8extended(k, %(seed)s::bigint) OFFSET 0"
-        ") keys, (SELECT int8send(%(seed)s::bigint) AS salt) s"
+        "SELECT k, {pads} FROM ({keys}) keys, (SELECT int8send(%(seed)s::bigint) AS salt) s"
     ).format(
+        keys=stream_keys_sql(),
         table=sql.Identifier(spec.schema, spec.table),
         cols=sql.SQL(", ").join(map(sql.Identifier, PAD_COLUMNS)),
         pads=pad_expressions(),
@@ -191,9 +208,10 @@ class DatasetLoader:
     ) -> SetupResult:
         """Load what is missing or stale with exactly `degree` concurrent streams.
 
-        Every table is split into key strides (first, first+step, ...); one pool runs all
-        strides of all tables, and a table's index build and vacuum are queued behind its
-        last stride, so the pool stays busy from the first row to the last.
+        Every table is split into `step` streams of keys (a hash of key and seed picks the
+        stream: STREAM_KEYS); one pool runs all streams of all tables, and a table's index
+        build and vacuum are queued behind its last stream, so the pool stays busy from the
+        first row to the last.
         """
         started = time.monotonic()
         plan = self.plan(specs)
