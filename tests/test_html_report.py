@@ -266,8 +266,7 @@ def test_sweep_report_in_a_browser(results: Path, browser: webdriver.Chrome) -> 
     )
     time.sleep(0.3)
     assert_all_drawn(browser, at_least=3 + 4 * 6)
-    shot = screenshot(browser, "html-report-sweep.png")
-    assert shot.exists()
+    screenshot(browser, "html-report-sweep.png")  # asserts a real picture (> 30 KB)
 
 
 def test_run_time_series_zoom_together_and_print(results: Path, browser: webdriver.Chrome) -> None:

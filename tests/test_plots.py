@@ -249,12 +249,6 @@ def test_save_writes_png_and_svg(tmp_path: Path):
     assert plots.save(fig, tmp_path / "only", formats=("svg",)) == [tmp_path / "only.svg"]
 
 
-def test_figure_svg_is_inlineable():
-    svg = plots.figure_svg(plots.latency_histogram(make_run(10, 2)[0]))
-    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
-    assert "<?xml" not in svg and "DOCTYPE" not in svg
-
-
 # --- time series --------------------------------------------------------------------------
 
 

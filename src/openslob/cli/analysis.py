@@ -341,7 +341,7 @@ def plot(
     "--html",
     "as_html",
     is_flag=True,
-    help="Write one self-contained HTML file (inline SVG, works offline).",
+    help="Write one self-contained HTML file (interactive plots, sortable tables, works offline).",
 )
 @click.option(
     "--output",
@@ -355,8 +355,9 @@ def plot(
 def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) -> None:
     """Re-render a run's AWR-like text report from run.json, or an HTML report.
 
-    PATH is a run directory (text or HTML) or a sweep directory (HTML: the analyze table,
-    the petal plots and every point's report).
+    PATH is a run directory (text or HTML), or for HTML a sweep directory, a tree of runs or
+    an Oracle AWR directory (the summary, the analyze table, the plots and every run's
+    report).
 
     \b
     Examples:

@@ -1,14 +1,13 @@
-"""What every figure shares: size, colours, number formats, saving to files and inline SVG.
+"""What every figure shares: size, colours, number formats, saving to files.
 
 Figures are built without pyplot (no global state, no GUI backend), so they can be drawn from
-threads or tests. `save` writes each format whole or not at all; `figure_svg` returns the
-<svg> element for an offline HTML report. No timestamps go into the files: the same results
-give byte-identical figures.
+threads or tests. `save` writes each format whole or not at all. No timestamps go into the
+files: the same results give byte-identical figures. (The HTML report draws its own
+interactive charts from the same points: report/webcharts.py.)
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,14 +94,6 @@ def save(
         )
         written.append(target)
     return written
-
-
-def figure_svg(fig: Figure) -> str:
-    """The figure as an <svg> element, without XML prolog or DOCTYPE, ready to inline in HTML."""
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", dpi=DPI, bbox_inches="tight", metadata=_metadata("svg"))
-    text = buf.getvalue()
-    return text[text.index("<svg") :]
 
 
 def _metadata(fmt: str) -> dict[str, Any] | None:

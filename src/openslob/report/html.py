@@ -31,6 +31,7 @@ from openslob.analysis.rules import RuleResult
 from openslob.analysis.sustained import detect_degradation, load_timeseries, render_degradation
 from openslob.oracle import awr_rows
 from openslob.report import webcharts, websummary, webtable
+from openslob.report.comparison import csv_rows
 from openslob.report.comparison import render_text as comparison_text
 from openslob.report.text import render_text
 from openslob.results.collect import RunRef, oracle_reports
@@ -179,8 +180,6 @@ COMPARE_COLUMNS = [
 def compare_html(comparison: Comparison, rules: Sequence[RuleResult] = ()) -> str:
     """The verdicts first, every change as a sortable table, the bar chart of the changes
     and the overlaid petals, the comparison's text (differences, method), then each side."""
-    from openslob.report.comparison import csv_rows
-
     rows = csv_rows(comparison)
     verdicts: dict[str, int] = {}
     for row in rows:
@@ -236,15 +235,13 @@ def sweep_title(refs: list[RunRef]) -> str:
     return f"openslob runs: {label}"
 
 
-def write_html(
-    refs: list[RunRef], output: Path, title: str | None = None, problems: list[str] | None = None
-) -> Path:
+def write_html(refs: list[RunRef], output: Path, problems: list[str] | None = None) -> Path:
     """A run's page when there is one run, else the sweep/collection page; `problems` (files
     or report sections that could not be read) are listed at the top."""
     if len(refs) == 1 and refs[0].sweep is None:
         text = run_html(refs[0])
     else:
-        text = sweep_html(refs, title or sweep_title(refs))
+        text = sweep_html(refs, sweep_title(refs))
     if problems:
         marker = "</p>"  # after the page's meta line
         text = text.replace(marker, marker + _problems(problems), 1)

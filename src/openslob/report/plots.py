@@ -2,9 +2,9 @@
 
 Every function takes data already loaded (RunRef lists, timeseries.csv rows, a run.json dict)
 and returns a matplotlib Figure built without pyplot, so no global state or GUI backend is
-touched and figures can be drawn from threads or tests. `save` writes files, `figure_svg`
-returns SVG text to inline in an offline HTML report. Latencies are in µs throughout; a figure
-that was not measured (None / empty CSV cell) is skipped or drawn as a gap, never as 0.
+touched and figures can be drawn from threads or tests; `save` writes files. Latencies are in
+µs throughout; a figure that was not measured (None / empty CSV cell) is skipped or drawn as a
+gap, never as 0.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from openslob.model.histogram import Histogram, bucket_bounds, of_summary
 from openslob.model.metrics import label as metric_label
-from openslob.report.figure import DPI, HALO, MARK_COLOR, figure_svg, save
+from openslob.report.figure import DPI, HALO, MARK_COLOR, save
 from openslob.report.figure import empty as _empty
 from openslob.report.figure import log_axis as _log_axis
 from openslob.report.figure import new_figure as _new_figure
@@ -48,7 +48,6 @@ __all__ = [
     "X_CHOICES",
     "PetalPoint",
     "curve_label",
-    "figure_svg",
     "latency_histogram",
     "petal",
     "petal_points",
@@ -232,10 +231,11 @@ def _draw_marks(axes: Sequence[Axes], marks: Sequence[tuple[float, float, str]])
 # --- latency histogram --------------------------------------------------------------------
 
 
-def op_blocks(run: Mapping[str, Any]) -> list[tuple[str, Histogram]]:
-    """Op types that recorded ops, in run.json order (select, update, scan)."""
+def op_blocks(run: Mapping[str, Any], key: str = "latency") -> list[tuple[str, Histogram]]:
+    """Op types that recorded ops, in run.json order (select, update, scan): the service
+    time's histograms, or `key` = "latency_intended" (RATE runs)."""
     found = []
-    for kind, block in (run.get("latency") or {}).items():
+    for kind, block in (run.get(key) or {}).items():
         hist = of_summary(block)
         if hist is not None and hist.count:
             found.append((kind, hist))

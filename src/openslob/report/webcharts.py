@@ -14,9 +14,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from openslob.model.histogram import merged_ops, of_summary
+from openslob.model.histogram import merged_ops
 from openslob.model.metrics import OP_KINDS
 from openslob.model.metrics import label as metric_label
+from openslob.report.compareplots import side_refs
 from openslob.report.figure import PCT_COLORS
 from openslob.report.petal import (
     LATENCY_LABELS,
@@ -24,7 +25,8 @@ from openslob.report.petal import (
     PetalPoint,
     petal_points,
 )
-from openslob.report.plots import NINES, nines, percentile_curve, stairs
+from openslob.report.plots import NINES, nines, op_blocks, percentile_curve, stairs
+from openslob.report.rateplot import load_points
 from openslob.results.stream import csv_number
 
 if TYPE_CHECKING:
@@ -100,8 +102,6 @@ def petal(refs: Sequence[RunRef], *, x: str = "iops", latency: str = "db_read") 
 
 def overlay_petal(comparison: Comparison, *, x: str = "iops", latency: str = "db_read") -> Spec:
     """Both sides' petals on one plot: the base solid, the candidate dashed."""
-    from openslob.report.compareplots import side_refs
-
     base, _ = petal_series(side_refs(comparison.base, "base"), x, latency, prefix="base: ")
     cand, _ = petal_series(
         side_refs(comparison.cand, "cand"), x, latency, prefix="candidate: ", dash=True
@@ -243,19 +243,10 @@ def timeseries(
 # --- latency histograms ------------------------------------------------------------------------
 
 
-def _blocks(run: Mapping[str, Any], key: str) -> list[tuple[str, Any]]:
-    found = []
-    for kind, block in (run.get(key) or {}).items():
-        hist = of_summary(block)
-        if hist is not None and hist.count:
-            found.append((kind, hist))
-    return found
-
-
 def latency(run: Mapping[str, Any]) -> list[Spec]:
     """Per op type: the histogram (log latency axis) and all op types' percentile curves on a
     nines axis (90 → 1, 99 → 2 …), service time solid, intended start dashed."""
-    blocks = _blocks(run, "latency")
+    blocks = op_blocks(run)
     if not blocks:
         return []
     bars = []
@@ -269,7 +260,7 @@ def latency(run: Mapping[str, Any]) -> list[Spec]:
         bars.append(_series(f"{kind} ({hist.count:,} ops)", points, PCT_COLORS[n], step=True))
         xs, ys = percentile_curve(hist, points=200)
         curves.append(_series(kind, _nines_points(xs, ys), PCT_COLORS[n]))
-    for n, (kind, hist) in enumerate(_blocks(run, "latency_intended")):
+    for n, (kind, hist) in enumerate(op_blocks(run, "latency_intended")):
         xs, ys = percentile_curve(hist, points=200)
         curves.append(
             _series(f"{kind} from intended start", _nines_points(xs, ys), PCT_COLORS[n], dash=True)
@@ -313,8 +304,6 @@ def latency_at_load(refs: Sequence[RunRef]) -> list[Spec]:
     """p99 (solid) and p50 (dashed) from the intended start against the offered and the
     achieved rate, one curve per sweep, UPDATE_PCT and session count (rateplot.py's points);
     a saturated point says so in its tooltip."""
-    from openslob.report.rateplot import load_points
-
     points, _, _ = load_points(refs)
     if not points:
         return []

@@ -15,6 +15,7 @@ from typing import Any
 
 from openslob.analysis import repeats
 from openslob.analysis.awrinfo import COLUMNS, Column, shown_columns
+from openslob.analysis.stats import spread
 
 SortValue = float | str | None
 
@@ -82,26 +83,19 @@ def points_table(points: Sequence[repeats.PointRuns], max_cv_pct: float) -> str:
     as_text = [Column(c.key, c.header, c.unit, digits=c.digits, missing=c.missing) for c in columns]
     as_text.insert(1, Column("n", "N", "runs", digits=0))
     as_text.append(Column("spread", f"SPREAD (CV > {max_cv_pct:g}%)", ""))
-    medians = {id(p): p for p in points}
-    rows = []
-    for point in points:
-        row: dict[str, Any] = dict(repeats.point_row(point, max_cv_pct))
-        row["_point"] = id(point)
-        rows.append(row)
+    rows = [{**repeats.point_row(p, max_cv_pct), "_point": p} for p in points]
     by_key = {c.key: c for c in columns}
 
     def sort_value(row: dict[str, Any], column: Column) -> SortValue:
-        point = medians[row["_point"]]
-        source = by_key.get(column.key)
+        """A number column sorts by the median its cell shows; text by the text."""
+        point, source = row["_point"], by_key.get(column.key)
         if column.key == "n":
             return len(point.refs)
-        if source is not None and source.metric is not None:
+        if source is None or source.digits is None:
+            return row.get(column.key)
+        if source.metric is not None:
             return point.spread(source.metric).median
-        if source is not None and source.digits is not None:
-            values = [source.compute(r) for r in point.refs] if source.compute else []
-            numbers = sorted(v for v in values if isinstance(v, int | float))
-            return numbers[len(numbers) // 2] if numbers else None
-        return row.get(column.key)
+        return spread([source.compute(r) for r in point.refs] if source.compute else []).median
 
     # the cells are text already ("median (min–max)"); Column.cell shows text as it is, and
     # a column with digits keeps its right alignment
