@@ -356,6 +356,26 @@ def _stat_table(doc: Doc, titles: tuple[str, ...], cols: tuple[str, ...]) -> dic
     return out
 
 
+# 10g-11.2.0.3 and Statspack print one "Instance Activity Stats" table; 11.2.0.4 and 12c+
+# split it into "Key Instance Activity Stats" (the dozen the Load Profile is made of) and
+# "Other Instance Activity Stats" (the rest, physical read bytes among them).
+ACTIVITY_TITLES = (
+    "Instance Activity Stats",
+    "Key Instance Activity Stats",
+    "Other Instance Activity Stats",
+)
+
+
+def _activity(doc: Doc) -> dict[str, dict[str, float | None]] | None:
+    """Every statistic of the activity tables the report prints; None when it prints none."""
+    found: dict[str, dict[str, float | None]] | None = None
+    for title in ACTIVITY_TITLES:
+        rows = _stat_table(doc, (title,), ("total", "per_second", "per_trans"))
+        if rows is not None:
+            found = {**(found or {}), **rows}
+    return found
+
+
 def looks_like_oracle_report(text: str) -> bool:
     """True when the text is an AWR, RAC global or Statspack text report (title near the top)."""
     head = text[:20_000].replace("\r", "").replace("\f", "")
@@ -388,8 +408,7 @@ def parse_instance(doc: Doc, kind: str, name: str = "") -> OracleReport:
     report.top_events = _top_events(doc)
     report.foreground_waits = _wait_section(doc, ("Foreground Wait Events", "Wait Events"))
     report.background_waits = _wait_section(doc, ("Background Wait Events",))
-    stats = _stat_table(doc, ("Instance Activity Stats",), ("total", "per_second", "per_trans"))
-    report.instance_activity = stats
+    report.instance_activity = _activity(doc)
     report.time_model = _stat_table(
         doc, ("Time Model Statistics", "Time Model System Stats"), ("time_s", "pct_db_time")
     )
