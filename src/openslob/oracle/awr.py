@@ -150,19 +150,23 @@ _COMPARE_TITLE = re.compile(r"^WORKLOAD REPOSITORY COMPARE PERIOD REPORT", re.I)
 
 def _kv_table(doc: Doc, title_idx: int) -> dict[str, str] | None:
     """A one-row table (DB Name / Host Name): normalised header text -> cell; None when no
-    rule follows (another layout). SQL*Plus wraps a row longer than its line size, so a table
-    can come as 2 heading lines, 2 rule lines and 2 value lines (Statspack 12.1's host table:
-    'Host Name Platform CPUs' / 'Cores Sockets Memory (G)'); line j of each goes together."""
+    rule follows (another layout). SQL*Plus wraps a row longer than its line size: each part
+    of the headings is printed with its own rule under it, then the values' parts, one line
+    each (Statspack 12.1's host table: 'Host Name Platform CPUs' over its rule, 'Cores Sockets
+    Memory (G)' over its rule, then two value lines); line j of each goes together."""
     lines = doc.lines
-    wrap = 1
-    while wrap < 3 and title_idx + wrap < len(lines) and not RULE.match(lines[title_idx + wrap]):
-        wrap += 1
-    rules = lines[title_idx + wrap : title_idx + 2 * wrap]
-    values = lines[title_idx + 2 * wrap : title_idx + 3 * wrap]
-    if wrap == 3 or len(values) < wrap or not all(RULE.match(rule) for rule in rules):
+    pairs: list[tuple[str, str]] = []  # (heading line, its rule)
+    i = title_idx
+    while len(pairs) < 3 and i + 1 < len(lines) and RULE.match(lines[i + 1]):
+        if RULE.match(lines[i]):
+            break
+        pairs.append((lines[i], lines[i + 1]))
+        i += 2
+    values = lines[i : i + len(pairs)]
+    if not pairs or len(pairs) == 3 or len(values) < len(pairs):
         return None
     out: dict[str, str] = {}
-    for heading, rule, value in zip(lines[title_idx:], rules, values, strict=False):
+    for (heading, rule), value in zip(pairs, values, strict=True):
         spans_ = spans(rule)
         heads = [" ".join(h.split()).lower() for h in cells(heading, spans_)]
         out.update({h: v for h, v in zip(heads, cells(value, spans_), strict=False) if h})
