@@ -66,13 +66,28 @@ class WaitEvent:
     @property
     def precise_us(self) -> float | None:
         """The more precise of total/waits and the printed average (smaller rounding error):
-        12c+ print '8.64ms' or '709.52us' beside totals in whole seconds."""
+        12c+ print '8.64ms' or '709.52us' beside totals in whole seconds.
+        A printed 0 (total '0' s, Avg '0' ms) is a bound, < half a unit, not a value: it is
+        never taken; when both print 0 the figure is unknown (zero_bound_us says how small)."""
         candidates: list[tuple[float, float]] = []
         if self.waits and self.time_s and self.time_err_s is not None:
             candidates.append((self.time_err_s / self.waits * 1e6, self.time_s / self.waits * 1e6))
-        if self.avg_wait_ms is not None and self.avg_err_ms is not None and self.waits:
+        if self.avg_wait_ms and self.avg_err_ms is not None and self.waits:
             candidates.append((self.avg_err_ms * 1e3, self.avg_wait_ms * 1e3))
         return min(candidates)[1] if candidates else None
+
+    @property
+    def zero_bound_us(self) -> float | None:
+        """When waits were counted but the total and the average print 0: the mean is below
+        half a unit of the finer of the two, in µs (446 waits, '0' s, '0' ms: < 500 µs)."""
+        if not self.waits or self.time_s or self.avg_wait_ms:
+            return None
+        bounds = []
+        if self.time_s == 0 and self.time_err_s is not None:
+            bounds.append(self.time_err_s / self.waits * 1e6)
+        if self.avg_wait_ms == 0 and self.avg_err_ms is not None:
+            bounds.append(self.avg_err_ms * 1e3)
+        return min(bounds) if bounds else None
 
 
 @dataclass
