@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from openslob.cli import cli
 from openslob.oracle import awr_rows, parse_report
+from openslob.results.collect import find_runs
 
 DATA = Path(__file__).parent / "data" / "oracle"
 AWR11204 = DATA / "awr11204" / "awr.20.8.txt"
@@ -90,3 +91,41 @@ def test_json_keeps_printed_precision(tmp_path: Path) -> None:
     assert '"PREADS": 45.8' in out and '"EXECUTES": 666.9' in out
     csv = _cli(["analyze", "--csv", str(AWR11204)]).splitlines()
     assert dict(zip(csv[0].split(","), csv[1].split(","), strict=False))["PREADS"] == "45.8"
+
+
+# --- items 2 and 3: RAC instance reports of one snapshot pair ------------------------------
+
+RAC_PAIR = DATA / "rac19c_pair"
+
+
+def _rac_rows(exact: bool = False) -> list[dict]:
+    refs = find_runs([RAC_PAIR])
+    assert len(refs) == 1 and refs[0].oracle.scope == "cluster"
+    return awr_rows([refs[0].oracle], exact=exact)
+
+
+def test_read_mbs_is_never_another_statistic() -> None:
+    """READ_MBS names 'physical read total bytes'; the Load Profile's 'Read IO (MB)' is
+    'physical read bytes' (in ../rac19c/awr.txt: 524.1 MB/s = 549,599,990.3 / 2^20 of
+    physical read bytes, where total bytes give 524.2), so it is never taken for it."""
+    cluster, inst1, inst2 = _rac_rows(exact=True)
+    # instance 1 prints Other Instance Activity Stats: 53,476.7 / 2^20 = 0.051 MiB/s
+    assert inst1["READ_MBS"] == pytest.approx(0.051, abs=5e-4)
+    assert inst1["DB_READ_MBS"] == 0.008  # 'physical read bytes' 8,355.8 / 2^20 = 0.00797
+    # instance 2 prints no activity statistics: n/a with the reason, not the Load Profile's 0.0
+    assert inst2["READ_MBS"] is None and inst2["WRITE_MBS"] is None
+    assert "READ_MBS: n/a, the report prints no 'physical read total bytes'" in inst2["NOTES"]
+    # DB_READ_MBS may take 'Read IO (MB)' (the same statistic), but it prints 0.0: < 0.05
+    assert inst2["DB_READ_MBS"] is None
+    assert "DB_READ_MBS: < 0.05 (Load Profile 'Read IO (MB)' prints 0.0)" in inst2["NOTES"]
+    # the cluster: one instance's figure is not the cluster's
+    assert cluster["READ_MBS"] is None
+
+
+def test_cluster_share_is_of_time_model_db_time() -> None:
+    """Instance shares: DB CPU 1.9 / DB time 3.2 s = 59.4 %, 1.8 / 3.2 = 56.3 %. The cluster:
+    (1.9 + 1.8) / (3.2 + 3.2) = 57.8 %, between them. The headers' rounded 'DB Time: 0.05
+    (mins)' (2 x 3.0 s) would give 3.7 / 6.0 = 61.7 %, outside both."""
+    cluster, inst1, inst2 = _rac_rows()
+    assert (inst1["TOP WAIT"], inst2["TOP WAIT"]) == ("DB CPU 59.4%", "DB CPU 56.3%")
+    assert cluster["TOP WAIT"] == "DB CPU 57.8%"

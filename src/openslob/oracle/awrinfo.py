@@ -152,9 +152,10 @@ def zero_note(key: str, ev: WaitEvent) -> str | None:
     bound = ev.zero_bound_us
     if bound is None:
         return None
+    average = ", average as 0" if ev.avg_wait_ms == 0 else ""
     return (
-        f"{key}: < {bound:.0f} µs ({ev.waits:.0f} waits, total printed as 0 s, "
-        "average as 0: less than half a unit, not 0)"
+        f"{key}: < {bound:.0f} µs ({ev.waits:.0f} waits, total printed as 0 s{average}: "
+        "less than half a unit, not 0)"
     )
 
 

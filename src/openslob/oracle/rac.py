@@ -369,8 +369,13 @@ def _add_up(parts: list[OracleReport]) -> OracleReport:
 
 def _cluster_top(cluster: OracleReport) -> list[WaitEvent] | None:
     """Top events of the added-up cluster: every event in an instance's top list, with its
-    cluster wait time, and DB CPU; % of the cluster's DB time; largest first."""
-    db_time_min = cluster.header.get("db_time_min")
+    cluster wait time, and DB CPU; % of the cluster's DB time; largest first.
+
+    The share is of the Time Model's 'DB time' added up (the statistic % DB time names), never
+    of the header's 'DB Time (mins)', rounded to 0.01 min: on a quiet window that rounding
+    alone put the cluster's DB CPU share outside both instances' own. Without a Time Model
+    DB time the shares are n/a."""
+    db_time_s = (cluster.time_model or {}).get("DB time", {}).get("time_s")
     names = {ev.event for p in cluster.instances for ev in p.top_events or []}
     events = []
     for name in names:
@@ -382,6 +387,6 @@ def _cluster_top(cluster: OracleReport) -> list[WaitEvent] | None:
     if not events:
         return None
     for ev in events:
-        if ev.time_s is not None and db_time_min:
-            ev.pct_time = round(ev.time_s / (db_time_min * MIN) * 100, 1)
+        if ev.time_s is not None and db_time_s:
+            ev.pct_time = round(ev.time_s / db_time_s * 100, 1)
     return sorted(events, key=lambda ev: ev.time_s or 0, reverse=True)
