@@ -7,6 +7,9 @@ each test's comments).
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,8 @@ from click.testing import CliRunner
 
 from openslob.cli import cli
 from openslob.oracle import awr_rows, parse_report
+from openslob.oracle.model import name_params
+from openslob.report import websummary
 from openslob.results.collect import find_runs
 
 DATA = Path(__file__).parent / "data" / "oracle"
@@ -129,3 +134,45 @@ def test_cluster_share_is_of_time_model_db_time() -> None:
     cluster, inst1, inst2 = _rac_rows()
     assert (inst1["TOP WAIT"], inst2["TOP WAIT"]) == ("DB CPU 59.4%", "DB CPU 56.3%")
     assert cluster["TOP WAIT"] == "DB CPU 57.8%"
+
+
+# --- items 5 and 6: file names are not data; missing values are not agreement ---------------
+
+
+def _mixed_dir(tmp_path: Path) -> Path:
+    """SLOB-named 11.2.0.4 report, a 19c report named by its release and a counter, and the
+    RAC pair (no UPDATE_PCT or sessions in their names, no host for the added-up cluster)."""
+    shutil.copy(AWR11204, tmp_path / "awr.20.8.txt")
+    shutil.copy(DATA / "rac19c" / "awr.txt", tmp_path / "awr_11204_1.txt")
+    for path in RAC_PAIR.iterdir():
+        shutil.copy(path, tmp_path / path.name)
+    return tmp_path
+
+
+def test_file_names_give_values_only_in_slob_naming_and_range(tmp_path: Path) -> None:
+    assert name_params("awr_11204_1.txt") == (None, None)  # not SLOB's naming
+    assert name_params("awr.11204.1.txt") == (None, None)  # UPDATE_PCT out of 0-100
+    assert name_params("awr.20.0.txt") == (None, None)  # no run has 0 sessions
+    assert name_params("awr.100.64.txt") == (100, 64)
+    assert name_params("x/awr.txt.32") == (None, 32)
+    folder = _mixed_dir(tmp_path)
+    alone = json.loads(_cli(["analyze", "--json", str(folder / "awr_11204_1.txt")]))
+    together = json.loads(_cli(["analyze", "--json", str(folder)]))
+    mine = [row for row in together if row["FILE"] == "awr_11204_1.txt"]
+    for row in (alone[0], mine[0]):  # the same alone and in its directory
+        assert (row["UPDATE_PCT"], row["SESSIONS"]) == (None, None)
+    slob = next(row for row in together if row["FILE"] == "awr.20.8.txt")
+    assert (slob["UPDATE_PCT"], slob["SESSIONS"]) == (20, 8)
+
+
+def test_what_was_tested_counts_runs_that_record_nothing(tmp_path: Path) -> None:
+    refs = find_runs([_mixed_dir(tmp_path)])
+    assert len(refs) == 3  # awr.20.8.txt, awr_11204_1.txt, the RAC pair as one cluster run
+    page = websummary.tested(refs)
+    cells = dict(re.findall(r"<tr><th>([^<]+)</th><td>(.*?)</td></tr>", page))
+    # UPDATE_PCT and SESSIONS only from awr.20.8.txt: not the three runs' value
+    assert cells["UPDATE_PCT"] == "20, not recorded (2 of 3 runs) <em>(varies)</em>"
+    assert cells["SESSIONS"] == "8, not recorded (2 of 3 runs) <em>(varies)</em>"
+    # two hosts recorded, the cluster run none: three different things, not one host
+    assert cells["hostname"].startswith("flashhost, mcracpoc2.exampl, not recorded (1 of 3")
+    assert "UPDATE_PCT, SESSIONS" in page.split("</p>")[0]  # in the "varies" line

@@ -9,15 +9,17 @@ import re
 from pathlib import Path
 from typing import Any
 
+from openslob.config.options import MAX_SESSIONS
 from openslob.model.errors import ConfigError
 from openslob.oracle.awr import OracleReport, WaitEvent
 from openslob.oracle.awrinfo import CPU_EVENTS, MB, dir_label, div, expand, file_label
 from openslob.oracle.idle import is_idle
 
-# flashdba's harness keeps awr.<update_pct>.<sessions>.txt or awr_<pct>_<sessions>.txt
-_NAME = re.compile(r"awr[._](\d+)[._](\d+)(?:\.txt)?$", re.I)
-# SLOB's runit.sh-era kits leave awr.txt.<sessions> (awr_info.sh reads the last '.' field)
-_KIT_NAME = re.compile(r"\.(?:txt|lst)\.(\d+)$", re.I)
+# SLOB's own naming only: flashdba's harness keeps awr.<update_pct>.<sessions>.txt, and SLOB's
+# runit.sh-era kits leave awr.txt.<sessions> (awr_info.sh reads the last '.' field). Other
+# digits in a name are not data (awr_11204_1.txt is a release and a counter).
+_NAME = re.compile(r"^awr\.(\d+)\.(\d+)(?:\.txt)?$", re.I)
+_KIT_NAME = re.compile(r"^awr\.(?:txt|lst)\.(\d+)$", re.I)
 
 # (metric key, event, background?) -- the I/O events awr_info and flashdba report
 IO_EVENTS = [
@@ -37,16 +39,24 @@ def name_params(
     if pattern is None:
         m = _NAME.search(Path(path).name)
         if m:
-            return int(m.group(1)), int(m.group(2))
+            return _in_range(int(m.group(1)), int(m.group(2)))
         kit = _KIT_NAME.search(Path(path).name)
-        return (None, int(kit.group(1))) if kit else (None, None)
+        return _in_range(None, int(kit.group(1))) if kit else (None, None)
     m = pattern.search(str(path))
     if m is None:
         return None, None
     groups = m.groupdict()
-    return tuple(  # type: ignore[return-value]
-        int(groups[g]) if groups.get(g) is not None else None for g in ("pct", "sessions")
-    )
+    pct, sessions = (int(groups[g]) if groups.get(g) else None for g in ("pct", "sessions"))
+    return _in_range(pct, sessions)
+
+
+def _in_range(pct: int | None, sessions: int | None) -> tuple[int | None, int | None]:
+    """A name's values only where they can be what they claim: UPDATE_PCT 0-100, sessions
+    1 to openslob's maximum; a name with a value out of range gives neither (it is not SLOB's
+    naming, so its other number is no more data than the first)."""
+    pct_ok = pct is None or 0 <= pct <= 100
+    sessions_ok = sessions is None or 1 <= sessions <= MAX_SESSIONS
+    return (pct, sessions) if pct_ok and sessions_ok else (None, None)
 
 
 def name_pattern(text: str) -> re.Pattern[str]:
