@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from openslob.analysis.compare import compare, load_side
+from openslob.analysis.figures import value
 from openslob.cli import cli
-from openslob.oracle import awr_rows, parse_report
+from openslob.oracle import awr_rows, parse_report, to_run
 from openslob.oracle.model import name_params
 from openslob.report import websummary
 from openslob.results.collect import find_runs
@@ -176,3 +178,81 @@ def test_what_was_tested_counts_runs_that_record_nothing(tmp_path: Path) -> None
     # two hosts recorded, the cluster run none: three different things, not one host
     assert cells["hostname"].startswith("flashhost, mcracpoc2.exampl, not recorded (1 of 3")
     assert "UPDATE_PCT, SESSIONS" in page.split("</p>")[0]  # in the "varies" line
+
+
+# --- deliver 2: the seeds' redo-sync and Exadata figures -----------------------------------
+
+EXADATA = DATA / "exadata" / "awr.0.32.txt"
+
+
+def test_commit_figures_of_the_plsql_commit_seed() -> None:
+    row = _row(AWR11204)
+    assert (row["REDO_SYNCH/s"], row["COMMITS/s"]) == (2.0, 133.3)  # as printed per Second
+    assert row["COMMITS/SYNC"] == 65.98  # 6,400 user commits / 97 redo synch writes
+    assert row["LFS_US"] == 10000.0  # log file sync: Avg 10 ms (1 s / 97 = 10.3 ms ± 5.2)
+    run = to_run(parse_report(AWR11204.read_text(encoding="utf-8")), AWR11204)
+    # the same in the results model: 6,400 / 48 s and 97 / 48 s; their ratio is the totals'
+    assert run["metrics"]["commits_per_s"] == pytest.approx(133.333, abs=1e-3)
+    assert run["metrics"]["wal_syncs_per_s"] == pytest.approx(2.0208, abs=1e-4)
+    assert value(run, "commits_per_sync") == pytest.approx(6400 / 97)
+
+
+def test_commits_per_sync_in_compare(tmp_path: Path) -> None:
+    """The seed's second measurement (a loopback database link defeats the optimization):
+    12,811 user commits and 6,564 redo synch writes, 1.95 commits per sync."""
+    text = AWR11204.read_text(encoding="utf-8")
+    text = text.replace(
+        "redo synch writes                                97            2.0           0.0",
+        "redo synch writes                             6,564          136.8           0.5",
+    ).replace(
+        "user commits                                  6,400          133.3           1.0",
+        "user commits                                 12,811          266.9           1.0",
+    )
+    (tmp_path / "dblink").mkdir()
+    (tmp_path / "dblink" / "awr.20.8.txt").write_text(text, encoding="utf-8")
+    found = compare(load_side(AWR11204.parent), load_side(tmp_path / "dblink"))
+    change = {c.figure: c for c in found.points[0].changes}["commits_per_sync"]
+    assert change.base.median == pytest.approx(6400 / 97)  # 65.98
+    assert change.cand.median == pytest.approx(12811 / 6564)  # 1.95
+    assert change.change_pct == pytest.approx((12811 / 6564) / (6400 / 97) * 100 - 100)
+
+
+def test_exadata_cell_events_stand_in_with_a_note() -> None:
+    row = _row(EXADATA)
+    # 'cell single block physical read': 3,778 s / 9,257,339 waits = 408.11 µs (Avg prints 0)
+    assert (row["DFSR_LAT"], row["DFSR_US"]) == (408, 408.11)
+    # 'cell list of blocks physical read': 2,730 s / 1,950,000 = 1,400 µs
+    assert (row["DFPR_LAT"], row["DFPR_US"]) == (1400, 1400.0)
+    assert (
+        "DFSR_LAT/DFSR_US: 'cell single block physical read' (Exadata) stands in for "
+        "'db file sequential read'" in row["NOTES"]
+    )
+    assert "'cell list of blocks physical read' (Exadata) stands in for" in row["NOTES"]
+    # the seed's Physical reads 197,068.2 blocks/s are in 37,213.0 read requests/s
+    # (11,208,549 / 301.2 s = 37,212.98, printed 37,213.0): 5.3 blocks per request (prefetch)
+    assert row["PREADS"] == 37213 and row["PREAD_BLKS"] == 197068.2
+    metrics = to_run(parse_report(EXADATA.read_text(encoding="utf-8")), EXADATA)["metrics"]
+    assert metrics["db_read_latency_us"] == pytest.approx(3778 / 9_257_339 * 1e6)
+    assert metrics["dfpr_latency_us"] == pytest.approx(2730 / 1_950_000 * 1e6)
+    # the event view: each cell event under its own name, with the event it stands for
+    events = json.loads(_cli(["analyze", "--events", "--json", str(EXADATA)]))
+    cells = {e["Event"]: e["Stands for"] for e in events if e["Event"].startswith("cell")}
+    assert cells == {
+        "cell single block physical read": "db file sequential read",
+        "cell list of blocks physical read": "db file parallel read",
+        "cell multiblock physical read": "db file scattered read",
+    }
+    single = next(e for e in events if e["Event"] == "cell single block physical read")
+    assert single["IOPS"] == 30734.9  # 9,257,339 / 301.2 s
+
+
+def test_a_named_read_event_is_never_replaced() -> None:
+    """A report listing 'db file sequential read' keeps it, whatever cell events it lists."""
+    text = EXADATA.read_text(encoding="utf-8").replace(
+        "cell multiblock physical r        1,210",  # the 26-character event column
+        "db file parallel read             1,210",
+    )
+    row = awr_rows([parse_report(text, "x")])[0]
+    # 3 s / 1,210 = 2,479.34 µs: the named event, not the 1,400 µs cell list of blocks
+    assert row["DFPR_US"] == 2479.34
+    assert "stands in for 'db file parallel read'" not in row["NOTES"]

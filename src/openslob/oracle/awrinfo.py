@@ -76,7 +76,9 @@ LATENCIES = [
 # Exadata's cell events stand for the read events awr_info names (Oracle's reference: "cell
 # single block physical read ... is equivalent to db file sequential read for a cell"; "cell
 # list of blocks physical read" to db file parallel read; "cell multiblock physical read" to
-# db file scattered read). Used only when the named event is not in the report, and noted.
+# db file scattered read, taken for awr_info's multiblock read, DFPR, only when the report
+# has neither of the other two). Used only when the named event is not in the report; NOTES
+# says which event stood in.
 STAND_INS = {
     "db file sequential read": ("cell single block physical read",),
     "db file parallel read": ("cell list of blocks physical read", "cell multiblock physical read"),
