@@ -157,6 +157,14 @@ def test_awr11_to_run():
         "version": "11.2.0.1.0",
         "target": "ORCL/orcl",
         "settings": {},
+        "terms": {  # the metrics table's labels in Oracle's words
+            "log": "redo",
+            "cache": "buffer cache",
+            "db_io": "AWR",
+            "read_event": "db file sequential read",
+            "write_event": "db file parallel write",
+            "log_sync_event": "log file sync",
+        },
     }
     assert run["host"]["hostname"] == "fabioprado.net" and run["host"]["cpus"] == 2
     w = run["window"]

@@ -215,6 +215,7 @@ def test_commits_per_sync_in_compare(tmp_path: Path) -> None:
     assert change.base.median == pytest.approx(6400 / 97)  # 65.98
     assert change.cand.median == pytest.approx(12811 / 6564)  # 1.95
     assert change.change_pct == pytest.approx((12811 / 6564) / (6400 / 97) * 100 - 100)
+    assert change.label == "Commits per redo sync"  # Oracle's words, not "per WAL sync"
 
 
 def test_exadata_cell_events_stand_in_with_a_note() -> None:
@@ -234,6 +235,8 @@ def test_exadata_cell_events_stand_in_with_a_note() -> None:
     metrics = to_run(parse_report(EXADATA.read_text(encoding="utf-8")), EXADATA)["metrics"]
     assert metrics["db_read_latency_us"] == pytest.approx(3778 / 9_257_339 * 1e6)
     assert metrics["dfpr_latency_us"] == pytest.approx(2730 / 1_950_000 * 1e6)
+    terms = to_run(parse_report(EXADATA.read_text(encoding="utf-8")), EXADATA)["engine"]["terms"]
+    assert terms["read_event"] == "cell single block physical read"  # which event stood in
     # the event view: each cell event under its own name, with the event it stands for
     events = json.loads(_cli(["analyze", "--events", "--json", str(EXADATA)]))
     cells = {e["Event"]: e["Stands for"] for e in events if e["Event"].startswith("cell")}

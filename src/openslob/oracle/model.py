@@ -186,6 +186,21 @@ def metrics(report: OracleReport) -> dict[str, float | None]:
     return m
 
 
+def terms(report: OracleReport) -> dict[str, str]:
+    """Oracle's words for the labels of the metrics table (model/metrics.py DEFAULT_TERMS):
+    'Commits per redo sync', not per WAL sync; the read event is the one the figures come
+    from (an Exadata report's cell event standing in for db file sequential read)."""
+    _, stand_in = io_wait(report, "db file sequential read")
+    return {
+        "log": "redo",
+        "cache": "buffer cache",
+        "db_io": "AWR",
+        "read_event": stand_in or "db file sequential read",
+        "write_event": "db file parallel write",
+        "log_sync_event": "log file sync",
+    }
+
+
 def to_run(report: OracleReport, path: str | Path) -> dict[str, Any]:
     """A run.json-shaped dict (schema_version 1) that analyze and plots can read."""
     path = Path(path)
@@ -199,7 +214,13 @@ def to_run(report: OracleReport, path: str | Path) -> dict[str, Any]:
         "status": "complete",
         "error": None,
         "config": {"UPDATE_PCT": update_pct, "SESSIONS": sessions, "SOURCE_FILE": str(path)},
-        "engine": {"name": "oracle", "version": h.get("release"), "target": target, "settings": {}},
+        "engine": {
+            "name": "oracle",
+            "version": h.get("release"),
+            "target": target,
+            "settings": {},
+            "terms": terms(report),
+        },
         "host": {"hostname": h.get("host"), "cpus": h.get("cpus"), "platform": h.get("platform")},
         "window": {
             "seconds": _elapsed_s(report),
