@@ -259,3 +259,14 @@ def test_a_named_read_event_is_never_replaced() -> None:
     # 3 s / 1,210 = 2,479.34 µs: the named event, not the 1,400 µs cell list of blocks
     assert row["DFPR_US"] == 2479.34
     assert "stands in for 'db file parallel read'" not in row["NOTES"]
+
+
+def test_cluster_latency_from_the_instances_printed_averages() -> None:
+    """19c prints totals in whole seconds (0 s here) beside precise averages: the cluster's
+    latency is their waits-weighted mean, not n/a. db file sequential read: (540 x 740.74 µs
+    + 498 x 1,000 µs) / 1,038 = 865.12 µs; db file parallel write: (182 x 604.40 + 160 x
+    625.00) / 342 = 614.04 µs."""
+    cluster, inst1, inst2 = _rac_rows()
+    assert (inst1["DFSR_US"], inst2["DFSR_US"], cluster["DFSR_US"]) == (740.74, 1000.0, 865.12)
+    assert cluster["DFPW_US"] == 614.04
+    assert cluster["DFSR_LAT"] is None  # awr_info's total ÷ waits: 0 s printed, unknown

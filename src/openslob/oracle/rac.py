@@ -322,10 +322,13 @@ def _add_rows(
 
 def _add_waits(lists: list[list[WaitEvent] | None]) -> list[WaitEvent] | None:
     """Per event: waits and time added up over the instances (an event an instance does not
-    list had no waits there); the average is left to total ÷ waits."""
+    list had no waits there). The average: the instances' printed averages weighted by their
+    waits, when every instance prints one (19c prints totals in whole seconds beside
+    '740.74us': the averages are the precise figure), with its rounding error weighted too."""
     if any(events is None for events in lists):
         return None
     merged: dict[str, WaitEvent] = {}
+    weighted: dict[str, list[tuple[float, float, float] | None]] = {}
     for events in lists:
         for ev in events or []:
             acc = merged.setdefault(
@@ -334,6 +337,14 @@ def _add_waits(lists: list[list[WaitEvent] | None]) -> list[WaitEvent] | None:
             acc.waits = _sum([acc.waits, ev.waits])
             acc.time_s = _sum([acc.time_s, ev.time_s])
             acc.time_err_s = _sum([acc.time_err_s, ev.time_err_s])
+            known = None not in (ev.waits, ev.avg_wait_ms, ev.avg_err_ms)
+            part = (ev.waits, ev.avg_wait_ms, ev.avg_err_ms) if known else None
+            weighted.setdefault(ev.event, []).append(part)  # type: ignore[arg-type]
+    for name, parts in weighted.items():
+        acc = merged[name]
+        if acc.waits and all(parts):
+            acc.avg_wait_ms = sum(w * avg for w, avg, _ in parts) / acc.waits  # type: ignore[misc]
+            acc.avg_err_ms = sum(w * err for w, _, err in parts) / acc.waits  # type: ignore[misc]
     return sorted(merged.values(), key=lambda ev: ev.time_s or 0, reverse=True)
 
 
