@@ -270,3 +270,18 @@ def test_cluster_latency_from_the_instances_printed_averages() -> None:
     assert (inst1["DFSR_US"], inst2["DFSR_US"], cluster["DFSR_US"]) == (740.74, 1000.0, 865.12)
     assert cluster["DFPW_US"] == 614.04
     assert cluster["DFSR_LAT"] is None  # awr_info's total ÷ waits: 0 s printed, unknown
+
+
+def test_a_cluster_takes_names_only_where_its_instances_agree(tmp_path: Path) -> None:
+    """Instance reports named awr.20.1.txt and awr.20.2.txt: each alone says 1 and 2
+    sessions; added up, the cluster run says neither (the first instance's would make a
+    file's SESSIONS change with the files beside it); UPDATE_PCT 20 is agreed."""
+    shutil.copy(RAC_PAIR / "awr_racx1.txt", tmp_path / "awr.20.1.txt")
+    shutil.copy(RAC_PAIR / "awr_racx2.txt", tmp_path / "awr.20.2.txt")
+    alone = find_runs([tmp_path / "awr.20.2.txt"])
+    assert alone[0].run["config"]["SESSIONS"] == 2
+    (cluster,) = find_runs([tmp_path])
+    assert cluster.run["config"]["UPDATE_PCT"] == 20
+    assert cluster.run["config"]["SESSIONS"] is None
+    row = awr_rows([cluster.oracle])[0]
+    assert "SESSIONS: n/a, the instance reports' names disagree [1, 2]" in row["NOTES"]

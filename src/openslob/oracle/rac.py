@@ -348,6 +348,13 @@ def _add_waits(lists: list[list[WaitEvent] | None]) -> list[WaitEvent] | None:
     return sorted(merged.values(), key=lambda ev: ev.time_s or 0, reverse=True)
 
 
+def _agreed(parts: list[OracleReport], attr: str) -> int | None:
+    """A value the instance reports' names give, when all give the same (never the first
+    instance's: a cluster run's values would change with the files beside it)."""
+    values = {getattr(p, attr) for p in parts}
+    return values.pop() if len(values) == 1 else None
+
+
 def _add_up(parts: list[OracleReport]) -> OracleReport:
     first = parts[0].header
     elapsed = [p.header.get("elapsed_min") for p in parts]
@@ -370,11 +377,15 @@ def _add_up(parts: list[OracleReport]) -> OracleReport:
         time_model=_add_rows([p.time_model for p in parts], ("time_s",)),
         scope="cluster",
         instances=parts,
-        update_pct=parts[0].update_pct,
-        sessions=parts[0].sessions,
+        update_pct=_agreed(parts, "update_pct"),
+        sessions=_agreed(parts, "sessions"),
         directory=parts[0].directory,
     )
     cluster.top_events = _cluster_top(cluster)
+    for attr, name in (("update_pct", "UPDATE_PCT"), ("sessions", "SESSIONS")):
+        named = sorted({getattr(p, attr) for p in parts if getattr(p, attr) is not None})
+        if getattr(cluster, attr) is None and named:
+            cluster.notes.append(f"{name}: n/a, the instance reports' names disagree {named}")
     return cluster
 
 
