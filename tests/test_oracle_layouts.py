@@ -285,3 +285,13 @@ def test_a_cluster_takes_names_only_where_its_instances_agree(tmp_path: Path) ->
     assert cluster.run["config"]["SESSIONS"] is None
     row = awr_rows([cluster.oracle])[0]
     assert "SESSIONS: n/a, the instance reports' names disagree [1, 2]" in row["NOTES"]
+
+
+def test_html_table_of_reports_has_the_commit_and_exadata_columns() -> None:
+    from openslob.report.html import _table
+
+    page = _table(find_runs([AWR11204.parent, EXADATA.parent]))
+    for header in ("REDO_SYNCH/s", "COMMITS/s", "COMMITS/SYNC", "LFS_US", "NOTES"):
+        assert f">{header}<" in page
+    assert 'data-v="65.98"' in page  # 6,400 / 97, the cell's raw value
+    assert "(Exadata) stands in for &#x27;db file sequential read&#x27;" in page
