@@ -62,8 +62,8 @@ def test_columns_in_awr_info_order() -> None:
     assert [c.header for c in COLUMNS] == [
         "RUN", "SWEEP", "REPEAT", "PAGE_KB", "SESSIONS", "UPDATE_PCT", "ELAPSED", "DB CPU",
         "DB TIME", "EXECUTES/s", "LIO/s", "PREADS/s", "READ_MB/s", "PWRITES/s", "WRITE_MB/s",
-        "REDO_MB/s", "DB_READ_US", "DEV_READ_US", "WAL_SYNC_US", "OP_P50_US", "OP_P99_US",
-        "STATUS", "TOP_WAIT",
+        "REDO_MB/s", "DB_READ_US", "DEV_READ_US", "WAL_SYNC_US", "COMMITS/s", "LOG_SYNCS/s",
+        "COMMITS/SYNC", "OP_P50_US", "OP_P99_US", "STATUS", "TOP_WAIT",
     ]  # fmt: skip
     assert len({c.key for c in COLUMNS}) == len(COLUMNS)
 
@@ -92,6 +92,9 @@ def test_every_column_from_a_known_run() -> None:
         "db_read_us": m["db_read_latency_us"],
         "dev_read_us": m["device_read_latency_us"],
         "wal_sync_us": m["wal_sync_latency_us"],
+        "commits_per_s": m["commits_per_s"],
+        "log_syncs_per_s": m["wal_syncs_per_s"],
+        "commits_per_sync": m["commits_per_s"] / m["wal_syncs_per_s"],
         "op_p50_us": independent_percentile(run, 50),
         "op_p99_us": independent_percentile(run, 99),
         "status": "complete",
@@ -100,6 +103,8 @@ def test_every_column_from_a_known_run() -> None:
     # hand-checked against run.json
     assert row["executes_per_s"] == 507.3
     assert row["sessions"] == 4
+    # commits per WAL flush (issue 28): 106.8 commits/s / 109.5 WAL syncs/s = 0.975
+    assert row["commits_per_sync"] == pytest.approx(0.975, abs=5e-4)
     # merged select + update lies between the two op types' own percentiles
     lat = run["latency"]
     assert lat["select"]["p99_us"] <= row["op_p99_us"] <= lat["update"]["p99_us"]

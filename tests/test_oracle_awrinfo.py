@@ -171,6 +171,8 @@ def test_kit_names_give_sessions(tmp_path: Path) -> None:
 
 
 def test_statspack_wrapped_header_and_idle_top_event() -> None:
+    """The host table wrapped as SQL*Plus wraps a row (issue 28 item 8): each part of the
+    headings over its own rule, then the values' parts; read without a problem."""
     r = parse_report(SP12.read_text(encoding="utf-8"), str(SP12))
     assert r.kind == "statspack" and r.problems == []
     h = r.header

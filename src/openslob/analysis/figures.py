@@ -5,7 +5,9 @@ Addresses, as `slob compare --metric` and `--fail-if` name them:
 - a key of the metrics table (model/metrics.py): run.json ``metrics[key]``
   (``pio_reads_per_s``), or one of its DERIVED figures, computed here from the run:
   ``op_p50_us`` / ``op_p99_us`` (percentiles of the in-loop histograms of all op types
-  merged), ``db_cpu_us_per_op`` (DB CPU seconds ÷ SLOBops of the window, in µs);
+  merged), ``db_cpu_us_per_op`` (DB CPU seconds ÷ SLOBops of the window, in µs),
+  ``commits_per_sync`` (commits ÷ WAL syncs; an Oracle report's user commits ÷ redo synch
+  writes);
 - ``OP.FIELD``: run.json ``latency[OP][FIELD]`` (``select.p99_us``), OP one of the loop's
   op types, FIELD one of the latency block's figures.
 
@@ -79,6 +81,14 @@ def _cpu_us_per_op(run: Mapping[str, Any]) -> float | None:
     return cpu_s / (ops_per_s * seconds) * 1e6
 
 
+def _commits_per_sync(run: Mapping[str, Any]) -> float | None:
+    """Commits per log sync: commits ÷ WAL syncs (fsyncs) of our engines, user commits ÷
+    redo synch writes of an Oracle report (its rates come from the same window's totals)."""
+    metrics = _section(run, "metrics")
+    commits, syncs = _number(metrics.get("commits_per_s")), _number(metrics.get("wal_syncs_per_s"))
+    return None if commits is None or not syncs else commits / syncs
+
+
 def _op_percentile(run: Mapping[str, Any], pct: float) -> float | None:
     hist = merged_ops(run.get("latency"))  # type: ignore[arg-type]
     return None if hist is None else hist.percentile_us(pct)
@@ -92,6 +102,8 @@ def value(run: Mapping[str, Any], address: str) -> float | None:
         return _op_percentile(run, 99)
     if address == "db_cpu_us_per_op":
         return _cpu_us_per_op(run)
+    if address == "commits_per_sync":
+        return _commits_per_sync(run)
     if address in METRICS:
         return _number(_section(run, "metrics").get(address))
     op, _, field = address.partition(".")

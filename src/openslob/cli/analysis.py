@@ -234,7 +234,9 @@ def _analyze_oracle(reports: list[Any], as_csv: bool, as_json: bool, events: boo
     from openslob.analysis import awrinfo as an
     from openslob.oracle import awr_rows, event_rows
 
-    rows = event_rows(reports) if events else awr_rows(reports)
+    # CSV and JSON are read by programs: the figures as the reports print them, not awr_info's
+    # truncated text (PREADS 45.8, not 45)
+    rows = event_rows(reports) if events else awr_rows(reports, exact=as_csv or as_json)
     if as_csv:
         click.echo(an.render_csv(rows, an.plain_columns(rows)), nl=False)
     elif as_json:

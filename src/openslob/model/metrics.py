@@ -166,7 +166,7 @@ DATABASE = (
     _db("wal_records_per_s", "records/s", "{log} records"),
     _db("wal_fpi_per_s", "images/s", "{log} full-page images"),
     _db("wal_writes_per_s", "writes/s", "{log} writes"),
-    _db("wal_syncs_per_s", "syncs/s", "{log} syncs (fsync/fdatasync)"),
+    _db("wal_syncs_per_s", "syncs/s", "{log} syncs (fsync/fdatasync)", short="LOG_SYNCS/s"),
     _db(
         "wal_sync_latency_us",
         "µs",
@@ -176,7 +176,7 @@ DATABASE = (
         weight="wal_syncs_per_s",
         better="lower",
     ),
-    _db("commits_per_s", "commits/s", "Commits", better="higher"),
+    _db("commits_per_s", "commits/s", "Commits", short="COMMITS/s", better="higher"),
     _db("rollbacks_per_s", "rollbacks/s", "Rollbacks"),
     Metric("db_time_s", "s", "DB time (active sessions)", short="DB TIME"),
     _db("temp_mb", "MB", "Temporary files MB"),
@@ -321,6 +321,17 @@ DERIVED = (
         digits=0,
         source="derived",
         better="lower",
+        compared=True,
+    ),
+    # Oracle's PL/SQL commit optimization (user commits ÷ redo synch writes: 6,400 / 97) and
+    # group commit (commits per WAL flush): how many commits one log sync carried.
+    Metric(
+        "commits_per_sync",
+        "commits/sync",
+        "Commits per {log} sync",
+        short="COMMITS/SYNC",
+        digits=2,
+        source="derived",
         compared=True,
     ),
     Metric(

@@ -66,13 +66,28 @@ class WaitEvent:
     @property
     def precise_us(self) -> float | None:
         """The more precise of total/waits and the printed average (smaller rounding error):
-        12c+ print '8.64ms' or '709.52us' beside totals in whole seconds."""
+        12c+ print '8.64ms' or '709.52us' beside totals in whole seconds.
+        A printed 0 (total '0' s, Avg '0' ms) is a bound, < half a unit, not a value: it is
+        never taken; when both print 0 the figure is unknown (zero_bound_us says how small)."""
         candidates: list[tuple[float, float]] = []
         if self.waits and self.time_s and self.time_err_s is not None:
             candidates.append((self.time_err_s / self.waits * 1e6, self.time_s / self.waits * 1e6))
-        if self.avg_wait_ms is not None and self.avg_err_ms is not None and self.waits:
+        if self.avg_wait_ms and self.avg_err_ms is not None and self.waits:
             candidates.append((self.avg_err_ms * 1e3, self.avg_wait_ms * 1e3))
         return min(candidates)[1] if candidates else None
+
+    @property
+    def zero_bound_us(self) -> float | None:
+        """When waits were counted but the total and the average print 0: the mean is below
+        half a unit of the finer of the two, in µs (446 waits, '0' s, '0' ms: < 500 µs)."""
+        if not self.waits or self.time_s or self.avg_wait_ms:
+            return None
+        bounds = []
+        if self.time_s == 0 and self.time_err_s is not None:
+            bounds.append(self.time_err_s / self.waits * 1e6)
+        if self.avg_wait_ms == 0 and self.avg_err_ms is not None:
+            bounds.append(self.avg_err_ms * 1e3)
+        return min(bounds) if bounds else None
 
 
 @dataclass
@@ -150,19 +165,23 @@ _COMPARE_TITLE = re.compile(r"^WORKLOAD REPOSITORY COMPARE PERIOD REPORT", re.I)
 
 def _kv_table(doc: Doc, title_idx: int) -> dict[str, str] | None:
     """A one-row table (DB Name / Host Name): normalised header text -> cell; None when no
-    rule follows (another layout). SQL*Plus wraps a row longer than its line size, so a table
-    can come as 2 heading lines, 2 rule lines and 2 value lines (Statspack 12.1's host table:
-    'Host Name Platform CPUs' / 'Cores Sockets Memory (G)'); line j of each goes together."""
+    rule follows (another layout). SQL*Plus wraps a row longer than its line size: each part
+    of the headings is printed with its own rule under it, then the values' parts, one line
+    each (Statspack 12.1's host table: 'Host Name Platform CPUs' over its rule, 'Cores Sockets
+    Memory (G)' over its rule, then two value lines); line j of each goes together."""
     lines = doc.lines
-    wrap = 1
-    while wrap < 3 and title_idx + wrap < len(lines) and not RULE.match(lines[title_idx + wrap]):
-        wrap += 1
-    rules = lines[title_idx + wrap : title_idx + 2 * wrap]
-    values = lines[title_idx + 2 * wrap : title_idx + 3 * wrap]
-    if wrap == 3 or len(values) < wrap or not all(RULE.match(rule) for rule in rules):
+    pairs: list[tuple[str, str]] = []  # (heading line, its rule)
+    i = title_idx
+    while len(pairs) < 3 and i + 1 < len(lines) and RULE.match(lines[i + 1]):
+        if RULE.match(lines[i]):
+            break
+        pairs.append((lines[i], lines[i + 1]))
+        i += 2
+    values = lines[i : i + len(pairs)]
+    if not pairs or len(pairs) == 3 or len(values) < len(pairs):
         return None
     out: dict[str, str] = {}
-    for heading, rule, value in zip(lines[title_idx:], rules, values, strict=False):
+    for (heading, rule), value in zip(pairs, values, strict=True):
         spans_ = spans(rule)
         heads = [" ".join(h.split()).lower() for h in cells(heading, spans_)]
         out.update({h: v for h, v in zip(heads, cells(value, spans_), strict=False) if h})
@@ -356,6 +375,26 @@ def _stat_table(doc: Doc, titles: tuple[str, ...], cols: tuple[str, ...]) -> dic
     return out
 
 
+# 10g-11.2.0.3 and Statspack print one "Instance Activity Stats" table; 11.2.0.4 and 12c+
+# split it into "Key Instance Activity Stats" (the dozen the Load Profile is made of) and
+# "Other Instance Activity Stats" (the rest, physical read bytes among them).
+ACTIVITY_TITLES = (
+    "Instance Activity Stats",
+    "Key Instance Activity Stats",
+    "Other Instance Activity Stats",
+)
+
+
+def _activity(doc: Doc) -> dict[str, dict[str, float | None]] | None:
+    """Every statistic of the activity tables the report prints; None when it prints none."""
+    found: dict[str, dict[str, float | None]] | None = None
+    for title in ACTIVITY_TITLES:
+        rows = _stat_table(doc, (title,), ("total", "per_second", "per_trans"))
+        if rows is not None:
+            found = {**(found or {}), **rows}
+    return found
+
+
 def looks_like_oracle_report(text: str) -> bool:
     """True when the text is an AWR, RAC global or Statspack text report (title near the top)."""
     head = text[:20_000].replace("\r", "").replace("\f", "")
@@ -388,8 +427,7 @@ def parse_instance(doc: Doc, kind: str, name: str = "") -> OracleReport:
     report.top_events = _top_events(doc)
     report.foreground_waits = _wait_section(doc, ("Foreground Wait Events", "Wait Events"))
     report.background_waits = _wait_section(doc, ("Background Wait Events",))
-    stats = _stat_table(doc, ("Instance Activity Stats",), ("total", "per_second", "per_trans"))
-    report.instance_activity = stats
+    report.instance_activity = _activity(doc)
     report.time_model = _stat_table(
         doc, ("Time Model Statistics", "Time Model System Stats"), ("time_s", "pct_db_time")
     )

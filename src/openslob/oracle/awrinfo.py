@@ -45,7 +45,12 @@ Extras: DB+BG CPU (DB CPU(s) + Background CPU(s)); PREAD_BLKS / PWRITE_BLKS (Loa
 physical reads/writes in blocks per second); DB_READ_MBS / DB_WRITE_MBS ('physical read/write
 bytes': data-file I/O only, where READ_MBS/WRITE_MBS count every file); DFSR_US ... LFPW_US
 (the more precise of total ÷ waits and the printed average: 12c+ print '8.64ms' beside totals
-in whole seconds).
+in whole seconds); REDO_SYNCH/s, COMMITS/s, COMMITS/SYNC ('user commits' ÷ 'redo synch
+writes', from the totals) and LFS_US ('log file sync'), the PL/SQL commit-optimization
+figures. On Exadata the cell events stand in for the read events a report does not list
+(STAND_INS), and NOTES says which did. A wait printed as 0 s and 0 ms is below half a
+unit, not 0: n/a, with the bound in NOTES. awr_rows(exact=True), for JSON and CSV: awr_info's
+columns keep the precision the report prints (PREADS 45.8 where awr_info prints 45).
 """
 
 from __future__ import annotations
@@ -68,6 +73,16 @@ LATENCIES = [
     ("DFPW_LAT", "db file parallel write", True, "DFPW_US"),
     ("LFPW_LAT", "log file parallel write", True, "LFPW_US"),
 ]
+# Exadata's cell events stand for the read events awr_info names (Oracle's reference: "cell
+# single block physical read ... is equivalent to db file sequential read for a cell"; "cell
+# list of blocks physical read" to db file parallel read; "cell multiblock physical read" to
+# db file scattered read, taken for awr_info's multiblock read, DFPR, only when the report
+# has neither of the other two). Used only when the named event is not in the report; NOTES
+# says which event stood in.
+STAND_INS = {
+    "db file sequential read": ("cell single block physical read",),
+    "db file parallel read": ("cell list of blocks physical read", "cell multiblock physical read"),
+}
 CPU_EVENTS = ("DB CPU", "CPU time")  # AWR's and Statspack's CPU row of the Top N table
 IMPRECISE_PCT = 5.0  # a latency whose total's rounding can move it by more is flagged
 
@@ -115,17 +130,55 @@ def _top_text(report: OracleReport) -> str | None:
     return f"{ev.event} {ev.pct_time:.1f}%" if ev.pct_time is not None else ev.event
 
 
-def _latencies(report: OracleReport, row: dict[str, Any], notes: list[str]) -> None:
+def io_wait(
+    report: OracleReport, event: str, background: bool = False
+) -> tuple[WaitEvent | None, str | None]:
+    """The wait event, else the Exadata cell event that stands for it: (event, the stand-in's
+    name when one was used)."""
+    ev = report.wait(event, background=background)
+    if ev is not None:
+        return ev, None
+    for name in STAND_INS.get(event, ()):
+        ev = report.wait(name, background=background)
+        if ev is not None:
+            return ev, name
+    return None, None
+
+
+def stand_in_note(key: str, event: str, stand_in: str) -> str:
+    return f"{key}: '{stand_in}' (Exadata) stands in for '{event}'"
+
+
+def zero_note(key: str, ev: WaitEvent) -> str | None:
+    """A wait whose total and average print 0: below half a unit, not 0 (the figure is n/a)."""
+    bound = ev.zero_bound_us
+    if bound is None:
+        return None
+    average = ", average as 0" if ev.avg_wait_ms == 0 else ""
+    return (
+        f"{key}: < {bound:.0f} µs ({ev.waits:.0f} waits, total printed as 0 s{average}: "
+        "less than half a unit, not 0)"
+    )
+
+
+def _latencies(
+    report: OracleReport, row: dict[str, Any], notes: list[str], exact: bool = False
+) -> None:
     for key, event, background, precise_key in LATENCIES:
-        ev = report.wait(event, background=background)
-        row[key] = printf_round(ev.latency_us, 0) if ev is not None else None
+        ev, stand_in = io_wait(report, event, background)
+        latency = None if ev is None else ev.latency_us
+        row[key] = _round(latency, 2) if exact else printf_round(latency, 0)
         row[precise_key] = _round(ev.precise_us, 2) if ev is not None else None
         if ev is None:
             continue
+        if stand_in is not None:
+            notes.append(stand_in_note(f"{key}/{precise_key}", event, stand_in))
         if ev.waits and ev.time_s == 0:
             notes.append(f"{key}: total printed as 0 s (awr_info prints 0)")
+            notes.append(zero_note(precise_key, ev) or "")
         elif (ev.latency_err_pct or 0) > IMPRECISE_PCT:
             notes.append(f"{key} ±{ev.latency_err_pct:.0f}% (total printed as {ev.time_s:g} s)")
+    notes[:] = [n for n in notes if n]
 
 
 def _cpu_sum(report: OracleReport) -> float | None:
@@ -160,48 +213,111 @@ def _identity(report: OracleReport, parent: OracleReport | None) -> dict[str, An
     }
 
 
-def awr_row(report: OracleReport, parent: OracleReport | None = None) -> dict[str, Any]:
-    """One report's row: identity, awr_info's columns, extras and NOTES."""
+def _count(value: float | None, exact: bool) -> float | int | None:
+    """awr_info's %d (truncated); exact: the figure as the report prints it."""
+    return value if exact else trunc(value)
+
+
+def _mbs(value: float | None, digits: int, exact: bool) -> float | int | None:
+    """awr_info's printf rounding; exact: the quotient (6 decimals: float noise cut)."""
+    return _round(value, 6) if exact else printf_round(value, digits)
+
+
+def awr_row(
+    report: OracleReport, parent: OracleReport | None = None, exact: bool = False
+) -> dict[str, Any]:
+    """One report's row: identity, awr_info's columns, extras and NOTES. exact: the machine-
+    readable row (JSON, CSV): awr_info's columns keep the precision the report prints instead
+    of awr_info's truncation (PREADS 45.8, not 45)."""
     elapsed_min = report.header.get("elapsed_min")
+    elapsed_s = None if elapsed_min is None else elapsed_min * 60
+    redo = report.load("Redo size", "Redo size (bytes)")
+    notes: list[str] = []
     row = _identity(report, parent)
     row.update(
         {
-            "ELAPSED": trunc(None if elapsed_min is None else elapsed_min * 60),
+            "ELAPSED": _round(elapsed_s, 3) if exact else trunc(elapsed_s),
             "DB CPU": _round(report.load("DB CPU(s)"), 2),
             "DB Tm": _round(report.load("DB Time(s)", "DB time(s)"), 2),
-            "EXECUTES": trunc(report.load("Executes", "Executes (SQL)")),
-            "LIO": trunc(report.load("Logical reads", "Logical read (blocks)", "Logical Reads")),
-            "PREADS": trunc(report.rate("physical read IO requests", "Read IO requests")),
-            "READ_MBS": printf_round(_total_mbs(report, "read"), 1),
-            "PWRITES": trunc(report.rate("physical write IO requests", "Write IO requests")),
-            "WRITE_MBS": printf_round(_total_mbs(report, "write"), 0),
-            "REDO_MBS": bc_trunc1(report.load("Redo size", "Redo size (bytes)")),
+            "EXECUTES": _count(report.load("Executes", "Executes (SQL)"), exact),
+            "LIO": _count(
+                report.load("Logical reads", "Logical read (blocks)", "Logical Reads"), exact
+            ),
+            "PREADS": _count(report.rate("physical read IO requests", "Read IO requests"), exact),
+            "READ_MBS": _mbs(_total_mbs(report, "read", notes), 1, exact),
+            "PWRITES": _count(
+                report.rate("physical write IO requests", "Write IO requests"), exact
+            ),
+            "WRITE_MBS": _mbs(_total_mbs(report, "write", notes), 0, exact),
+            "REDO_MBS": _round(div(redo, MB), 6) if exact else bc_trunc1(redo),
         }
     )
-    notes: list[str] = []
-    _latencies(report, row, notes)
+    _latencies(report, row, notes, exact)
     row["TOP WAIT"] = _top_text(report)
     row.update(
         {
             "DB+BG CPU": _cpu_sum(report),
             "PREAD_BLKS": _round(report.load("Physical reads", "Physical read (blocks)"), 1),
             "PWRITE_BLKS": _round(report.load("Physical writes", "Physical write (blocks)"), 1),
-            "DB_READ_MBS": _round(div(report.stat("physical read bytes", "per_second"), MB), 3),
-            "DB_WRITE_MBS": _round(div(report.stat("physical write bytes", "per_second"), MB), 3),
+            "DB_READ_MBS": _db_mbs(report, "read", notes),
+            "DB_WRITE_MBS": _db_mbs(report, "write", notes),
         }
     )
     for *_, precise_key in LATENCIES:
         row[precise_key] = row.pop(precise_key)  # after the other extras, in LATENCIES order
+    row.update(commit_columns(report, notes))
+    notes[:] = [n for n in notes if n]
     problems = [p.split(": ", 1)[-1] for p in report.problems]
     row["NOTES"] = "; ".join([*problems, *report.notes, *notes]) or None
     return row
 
 
-def _total_mbs(report: OracleReport, way: str) -> float | None:
-    """'physical <way> total bytes' per Second in MB; 12c+ Load Profile 'Read/Write IO (MB)'
-    (the same statistic) when the activity section is missing."""
+def commit_columns(report: OracleReport, notes: list[str]) -> dict[str, Any]:
+    """The commit figures the PL/SQL commit-optimization report reads: 'redo synch writes'
+    (a committing session asking LGWR for its redo on disk) and 'user commits' per second,
+    commits per redo synch write (from the totals: 6,400 / 97 = 66.0; SLOB's PL/SQL loop does
+    not wait for most commits), and the foreground 'log file sync' wait in µs."""
+    syncs, commits = report.stat("redo synch writes"), report.stat("user commits")
+    ratio = None
+    if syncs and commits is not None:
+        ratio = round(commits / syncs, 2)
+    elif syncs == 0 and commits:
+        notes.append("COMMITS/SYNC: n/a, no redo synch write in the window")
+    ev = report.wait("log file sync")
+    if ev is not None and ev.precise_us is None:
+        notes.append(zero_note("LFS_US", ev) or "")
+    return {
+        "REDO_SYNCH/s": report.stat("redo synch writes", "per_second"),
+        "COMMITS/s": report.stat("user commits", "per_second"),
+        "COMMITS/SYNC": ratio,
+        "LFS_US": None if ev is None else _round(ev.precise_us, 2),
+    }
+
+
+def _total_mbs(report: OracleReport, way: str, notes: list[str]) -> float | None:
+    """'physical <way> total bytes' per Second in MB, or None with a note: the Load Profile's
+    'Read/Write IO (MB)' is 'physical <way> bytes' (data files only; its per-transaction
+    column shows it), another statistic, never taken for this one."""
     value = div(report.stat(f"physical {way} total bytes", "per_second"), MB)
-    return value if value is not None else report.load(f"{way.capitalize()} IO (MB)")
+    if value is None:
+        key = f"{way.upper()}_MBS"
+        notes.append(f"{key}: n/a, the report prints no 'physical {way} total bytes'")
+    return value
+
+
+def _db_mbs(report: OracleReport, way: str, notes: list[str]) -> float | None:
+    """'physical <way> bytes' per Second in MB; else the 12c+ Load Profile's '<Way> IO (MB)',
+    the same statistic, as printed (one decimal: a printed 0.0 is < 0.05, not 0)."""
+    value = div(report.stat(f"physical {way} bytes", "per_second"), MB)
+    if value is not None:
+        return _round(value, 3)
+    printed = report.load(f"{way.capitalize()} IO (MB)")
+    if printed == 0:
+        notes.append(
+            f"DB_{way.upper()}_MBS: < 0.05 (Load Profile '{way.capitalize()} IO (MB)' prints 0.0)"
+        )
+        return None
+    return printed
 
 
 def natural(text: str | None) -> list[Any]:
@@ -235,5 +351,5 @@ def expand(
     return out
 
 
-def awr_rows(reports: list[OracleReport]) -> list[dict[str, Any]]:
-    return expand(reports, awr_row)
+def awr_rows(reports: list[OracleReport], exact: bool = False) -> list[dict[str, Any]]:
+    return expand(reports, lambda report, parent: awr_row(report, parent, exact))

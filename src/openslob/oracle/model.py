@@ -9,15 +9,25 @@ import re
 from pathlib import Path
 from typing import Any
 
+from openslob.config.options import MAX_SESSIONS
 from openslob.model.errors import ConfigError
 from openslob.oracle.awr import OracleReport, WaitEvent
-from openslob.oracle.awrinfo import CPU_EVENTS, MB, dir_label, div, expand, file_label
+from openslob.oracle.awrinfo import (
+    CPU_EVENTS,
+    MB,
+    dir_label,
+    div,
+    expand,
+    file_label,
+    io_wait,
+)
 from openslob.oracle.idle import is_idle
 
-# flashdba's harness keeps awr.<update_pct>.<sessions>.txt or awr_<pct>_<sessions>.txt
-_NAME = re.compile(r"awr[._](\d+)[._](\d+)(?:\.txt)?$", re.I)
-# SLOB's runit.sh-era kits leave awr.txt.<sessions> (awr_info.sh reads the last '.' field)
-_KIT_NAME = re.compile(r"\.(?:txt|lst)\.(\d+)$", re.I)
+# SLOB's own naming only: flashdba's harness keeps awr.<update_pct>.<sessions>.txt, and SLOB's
+# runit.sh-era kits leave awr.txt.<sessions> (awr_info.sh reads the last '.' field). Other
+# digits in a name are not data (awr_11204_1.txt is a release and a counter).
+_NAME = re.compile(r"^awr\.(\d+)\.(\d+)(?:\.txt)?$", re.I)
+_KIT_NAME = re.compile(r"^awr\.(?:txt|lst)\.(\d+)$", re.I)
 
 # (metric key, event, background?) -- the I/O events awr_info and flashdba report
 IO_EVENTS = [
@@ -37,16 +47,24 @@ def name_params(
     if pattern is None:
         m = _NAME.search(Path(path).name)
         if m:
-            return int(m.group(1)), int(m.group(2))
+            return _in_range(int(m.group(1)), int(m.group(2)))
         kit = _KIT_NAME.search(Path(path).name)
-        return (None, int(kit.group(1))) if kit else (None, None)
+        return _in_range(None, int(kit.group(1))) if kit else (None, None)
     m = pattern.search(str(path))
     if m is None:
         return None, None
     groups = m.groupdict()
-    return tuple(  # type: ignore[return-value]
-        int(groups[g]) if groups.get(g) is not None else None for g in ("pct", "sessions")
-    )
+    pct, sessions = (int(groups[g]) if groups.get(g) else None for g in ("pct", "sessions"))
+    return _in_range(pct, sessions)
+
+
+def _in_range(pct: int | None, sessions: int | None) -> tuple[int | None, int | None]:
+    """A name's values only where they can be what they claim: UPDATE_PCT 0-100, sessions
+    1 to openslob's maximum; a name with a value out of range gives neither (it is not SLOB's
+    naming, so its other number is no more data than the first)."""
+    pct_ok = pct is None or 0 <= pct <= 100
+    sessions_ok = sessions is None or 1 <= sessions <= MAX_SESSIONS
+    return (pct, sessions) if pct_ok and sessions_ok else (None, None)
 
 
 def name_pattern(text: str) -> re.Pattern[str]:
@@ -81,13 +99,19 @@ def _elapsed_s(report: OracleReport) -> float | None:
     return None if minutes is None else round(minutes * 60, 3)
 
 
-def _event(report: OracleReport, event: str, background: bool) -> WaitEvent | None:
-    return report.wait(event, background=background)
-
-
 def _latency(report: OracleReport, event: str, background: bool) -> float | None:
-    ev = _event(report, event, background)
+    """total ÷ waits of the event, or of the Exadata cell event standing in for it."""
+    ev, _ = io_wait(report, event, background)
     return None if ev is None else ev.latency_us
+
+
+def _total_per_s(report: OracleReport, stat: str) -> float | None:
+    """A statistic's Total ÷ the window (finer than its printed per Second: a ratio of two
+    of them is the ratio of the totals); the printed per Second when there is no Total."""
+    total, elapsed = report.stat(stat), _elapsed_s(report)
+    if total is None or not elapsed:
+        return report.stat(stat, "per_second")
+    return total / elapsed
 
 
 def _db_cpu_s(report: OracleReport) -> float | None:
@@ -142,7 +166,10 @@ def metrics(report: OracleReport) -> dict[str, float | None]:
         "pio_writes_per_s": report.rate("physical write IO requests", "Write IO requests"),
         "pio_write_mb_per_s": div(report.stat("physical write bytes", "per_second"), MB),
         "wal_mb_per_s": div(report.rate("redo size", "Redo size", "Redo size (bytes)"), MB),
-        "commits_per_s": report.stat("user commits", "per_second"),
+        "commits_per_s": _total_per_s(report, "user commits"),
+        # a committing session asking LGWR for its redo on disk: the log sync a commit waits
+        # for, as a WAL flush is ours (commits_per_sync = user commits ÷ redo synch writes)
+        "wal_syncs_per_s": _total_per_s(report, "redo synch writes"),
         "db_cpu_s": _db_cpu_s(report),
         "db_time_s": None if db_time_min is None else db_time_min * 60,
     }
@@ -159,6 +186,21 @@ def metrics(report: OracleReport) -> dict[str, float | None]:
     return m
 
 
+def terms(report: OracleReport) -> dict[str, str]:
+    """Oracle's words for the labels of the metrics table (model/metrics.py DEFAULT_TERMS):
+    'Commits per redo sync', not per WAL sync; the read event is the one the figures come
+    from (an Exadata report's cell event standing in for db file sequential read)."""
+    _, stand_in = io_wait(report, "db file sequential read")
+    return {
+        "log": "redo",
+        "cache": "buffer cache",
+        "db_io": "AWR",
+        "read_event": stand_in or "db file sequential read",
+        "write_event": "db file parallel write",
+        "log_sync_event": "log file sync",
+    }
+
+
 def to_run(report: OracleReport, path: str | Path) -> dict[str, Any]:
     """A run.json-shaped dict (schema_version 1) that analyze and plots can read."""
     path = Path(path)
@@ -172,7 +214,13 @@ def to_run(report: OracleReport, path: str | Path) -> dict[str, Any]:
         "status": "complete",
         "error": None,
         "config": {"UPDATE_PCT": update_pct, "SESSIONS": sessions, "SOURCE_FILE": str(path)},
-        "engine": {"name": "oracle", "version": h.get("release"), "target": target, "settings": {}},
+        "engine": {
+            "name": "oracle",
+            "version": h.get("release"),
+            "target": target,
+            "settings": {},
+            "terms": terms(report),
+        },
         "host": {"hostname": h.get("host"), "cpus": h.get("cpus"), "platform": h.get("platform")},
         "window": {
             "seconds": _elapsed_s(report),
@@ -195,31 +243,52 @@ def _count(value: float | None) -> float | int | None:
     return int(value) if value is not None and float(value).is_integer() else value
 
 
-def _event_rows(report: OracleReport, parent: OracleReport | None) -> list[dict[str, Any]]:
+# The events of the event view after the I/O events: the commit wait the PL/SQL
+# commit-optimization report reads, and Exadata's cell reads (each under its own name,
+# with the event it stands for).
+CELL_EVENTS = {  # Oracle's reference: "This wait event is equivalent to ..."
+    "cell single block physical read": "db file sequential read",
+    "cell list of blocks physical read": "db file parallel read",
+    "cell multiblock physical read": "db file scattered read",
+}
+MORE_EVENTS = [("log file sync", False), *((cell, False) for cell in CELL_EVENTS)]
+
+
+def _event_row(
+    report: OracleReport, parent: OracleReport | None, ev: WaitEvent, event: str
+) -> dict[str, Any]:
     elapsed = _elapsed_s(report)
-    rows = []
+    iops = ev.waits / elapsed if ev.waits is not None and elapsed else None
+    return {
+        "Dir": dir_label(report, parent),
+        "Filename": file_label(report),
+        "Inst": report.header.get("instance"),
+        "Event": event,
+        "Waits": _count(ev.waits),
+        "Time(s)": ev.time_s,
+        "Latency(us)": None if ev.latency_us is None else round(ev.latency_us, 1),
+        "IOPS": None if iops is None else round(iops, 1),
+        "Stands for": CELL_EVENTS.get(event),
+    }
+
+
+def _event_rows(report: OracleReport, parent: OracleReport | None) -> list[dict[str, Any]]:
+    rows, shown = [], set()
     for _key, event, background in IO_EVENTS:
-        ev = _event(report, event, background)
-        if ev is None:
-            continue
-        iops = ev.waits / elapsed if ev.waits is not None and elapsed else None
-        rows.append(
-            {
-                "Dir": dir_label(report, parent),
-                "Filename": file_label(report),
-                "Inst": report.header.get("instance"),
-                "Event": event,
-                "Waits": _count(ev.waits),
-                "Time(s)": ev.time_s,
-                "Latency(us)": None if ev.latency_us is None else round(ev.latency_us, 1),
-                "IOPS": None if iops is None else round(iops, 1),
-            }
-        )
+        ev = report.wait(event, background=background)
+        if ev is not None:
+            rows.append(_event_row(report, parent, ev, event))
+    for event, background in MORE_EVENTS:
+        ev = report.wait(event, background=background)
+        if ev is not None and id(ev) not in shown:
+            shown.add(id(ev))
+            rows.append(_event_row(report, parent, ev, event))
     return rows
 
 
 def event_rows(reports: list[OracleReport]) -> list[dict[str, Any]]:
     """flashdba's table: Filename, Event, Waits, Time(s), Latency(us), IOPS (waits / elapsed)
-    for each I/O event the report lists (events it does not list are left out); a cluster's
+    for each I/O event the report lists (events it does not list are left out), then 'log
+    file sync' and Exadata's cell read events with the event each stands for; a cluster's
     rows are followed by its instances'."""
     return [row for rows in expand(reports, _event_rows) for row in rows]

@@ -322,10 +322,13 @@ def _add_rows(
 
 def _add_waits(lists: list[list[WaitEvent] | None]) -> list[WaitEvent] | None:
     """Per event: waits and time added up over the instances (an event an instance does not
-    list had no waits there); the average is left to total ÷ waits."""
+    list had no waits there). The average: the instances' printed averages weighted by their
+    waits, when every instance prints one (19c prints totals in whole seconds beside
+    '740.74us': the averages are the precise figure), with its rounding error weighted too."""
     if any(events is None for events in lists):
         return None
     merged: dict[str, WaitEvent] = {}
+    weighted: dict[str, list[tuple[float, float, float] | None]] = {}
     for events in lists:
         for ev in events or []:
             acc = merged.setdefault(
@@ -334,7 +337,22 @@ def _add_waits(lists: list[list[WaitEvent] | None]) -> list[WaitEvent] | None:
             acc.waits = _sum([acc.waits, ev.waits])
             acc.time_s = _sum([acc.time_s, ev.time_s])
             acc.time_err_s = _sum([acc.time_err_s, ev.time_err_s])
+            known = None not in (ev.waits, ev.avg_wait_ms, ev.avg_err_ms)
+            part = (ev.waits, ev.avg_wait_ms, ev.avg_err_ms) if known else None
+            weighted.setdefault(ev.event, []).append(part)  # type: ignore[arg-type]
+    for name, parts in weighted.items():
+        acc = merged[name]
+        if acc.waits and all(parts):
+            acc.avg_wait_ms = sum(w * avg for w, avg, _ in parts) / acc.waits  # type: ignore[misc]
+            acc.avg_err_ms = sum(w * err for w, _, err in parts) / acc.waits  # type: ignore[misc]
     return sorted(merged.values(), key=lambda ev: ev.time_s or 0, reverse=True)
+
+
+def _agreed(parts: list[OracleReport], attr: str) -> int | None:
+    """A value the instance reports' names give, when all give the same (never the first
+    instance's: a cluster run's values would change with the files beside it)."""
+    values = {getattr(p, attr) for p in parts}
+    return values.pop() if len(values) == 1 else None
 
 
 def _add_up(parts: list[OracleReport]) -> OracleReport:
@@ -359,18 +377,27 @@ def _add_up(parts: list[OracleReport]) -> OracleReport:
         time_model=_add_rows([p.time_model for p in parts], ("time_s",)),
         scope="cluster",
         instances=parts,
-        update_pct=parts[0].update_pct,
-        sessions=parts[0].sessions,
+        update_pct=_agreed(parts, "update_pct"),
+        sessions=_agreed(parts, "sessions"),
         directory=parts[0].directory,
     )
     cluster.top_events = _cluster_top(cluster)
+    for attr, name in (("update_pct", "UPDATE_PCT"), ("sessions", "SESSIONS")):
+        named = sorted({getattr(p, attr) for p in parts if getattr(p, attr) is not None})
+        if getattr(cluster, attr) is None and named:
+            cluster.notes.append(f"{name}: n/a, the instance reports' names disagree {named}")
     return cluster
 
 
 def _cluster_top(cluster: OracleReport) -> list[WaitEvent] | None:
     """Top events of the added-up cluster: every event in an instance's top list, with its
-    cluster wait time, and DB CPU; % of the cluster's DB time; largest first."""
-    db_time_min = cluster.header.get("db_time_min")
+    cluster wait time, and DB CPU; % of the cluster's DB time; largest first.
+
+    The share is of the Time Model's 'DB time' added up (the statistic % DB time names), never
+    of the header's 'DB Time (mins)', rounded to 0.01 min: on a quiet window that rounding
+    alone put the cluster's DB CPU share outside both instances' own. Without a Time Model
+    DB time the shares are n/a."""
+    db_time_s = (cluster.time_model or {}).get("DB time", {}).get("time_s")
     names = {ev.event for p in cluster.instances for ev in p.top_events or []}
     events = []
     for name in names:
@@ -382,6 +409,6 @@ def _cluster_top(cluster: OracleReport) -> list[WaitEvent] | None:
     if not events:
         return None
     for ev in events:
-        if ev.time_s is not None and db_time_min:
-            ev.pct_time = round(ev.time_s / (db_time_min * MIN) * 100, 1)
+        if ev.time_s is not None and db_time_s:
+            ev.pct_time = round(ev.time_s / db_time_s * 100, 1)
     return sorted(events, key=lambda ev: ev.time_s or 0, reverse=True)

@@ -276,15 +276,23 @@ def _facts(title: str, prefix: str, chosen: Sequence[str], values: dict[str, lis
     )
 
 
+def _recorded(key: str, described_runs: Sequence[dict[str, str]]) -> list[str]:
+    """The distinct values the runs record for a key; runs that record none are counted as
+    such, never taken for agreement ("helicon" from one run of five is not the five's host)."""
+    seen = [d.get(key) for d in described_runs]
+    found = list(dict.fromkeys(v for v in seen if v not in (None, "null", "")))
+    missing = sum(v in (None, "null", "") for v in seen)
+    if found and missing:
+        found.append(f"not recorded ({missing} of {len(seen)} runs)")
+    return found
+
+
 def tested(refs: Sequence[RunRef]) -> str:
     """Every recorded fact about how the runs were made: one value when the runs agree, the
     list when they differ (those keys are also listed under "varies")."""
     described_runs = [described(ref.run) for ref in refs]
     keys = list(dict.fromkeys(k for d in described_runs for k in d))
-    values = {
-        k: list(dict.fromkeys(d[k] for d in described_runs if k in d and d[k] not in ("null", "")))
-        for k in keys
-    }
+    values = {k: _recorded(k, described_runs) for k in keys}
     groups = [
         (title, prefix, [k for k in keys if k.startswith(prefix) and not k.startswith(exclude)])
         for title, prefix, exclude in TESTED_GROUPS
