@@ -49,6 +49,10 @@ SCHEMA_VERSION = 1
 _NOT_LISTABLE = {"str", "path"}
 _OUTER = "UPDATE_PCT"
 _SERVER_AXIS = "PAGE_SIZE"  # a private server per value: switching back and forth costs
+# Each value runs on its own set of instances (prepared once, runner.sweep.run_sweep): the
+# points of one value are consecutive, like a page size's.
+_INSTANCE_AXES = ("INSTANCES", "SQLNET_SERVICE_MAX")
+_SERVER_AXES = (_SERVER_AXIS, *_INSTANCE_AXES)
 _INNER = "SESSIONS"
 
 
@@ -71,11 +75,12 @@ class SweepPlan:
 
     def runs(self) -> list[tuple[Point, int]]:
         """(point, repeat) in the order they run: rounds over the points of each private
-        server (a PAGE_SIZE value: its points are consecutive, the axis is outermost)."""
+        server or set of instances (a PAGE_SIZE or INSTANCES value: its points are
+        consecutive, the axis is outermost)."""
         blocks: list[list[Point]] = []
         for point in self.points:
-            server = point.params.get(_SERVER_AXIS)
-            if blocks and blocks[-1][0].params.get(_SERVER_AXIS) == server:
+            server = _server_values(point)
+            if blocks and _server_values(blocks[-1][0]) == server:
                 blocks[-1].append(point)
             else:
                 blocks.append([point])
@@ -85,6 +90,10 @@ class SweepPlan:
             for repeat in range(1, self.repeat + 1)
             for point in block
         ]
+
+
+def _server_values(point: Point) -> tuple[Any, ...]:
+    return tuple(point.params.get(name) for name in _SERVER_AXES)
 
 
 def run_name(point: str, repeat: int) -> str:
@@ -119,15 +128,17 @@ def split_axes(
 
 
 def _ordered_axes(parsed: dict[str, list[Any]]) -> dict[str, list[Any]]:
-    """PAGE_SIZE (one server and data set each) outermost, then UPDATE_PCT; SESSIONS
-    innermost ascending; the rest in the order given."""
+    """PAGE_SIZE (one server and data set each) outermost, then the number of instances
+    (one set of instances each), then UPDATE_PCT; SESSIONS innermost ascending; the rest in
+    the order given."""
     ordered: dict[str, list[Any]] = {}
-    if _SERVER_AXIS in parsed:
-        ordered[_SERVER_AXIS] = parsed[_SERVER_AXIS]
+    for name in _SERVER_AXES:
+        if name in parsed:
+            ordered[name] = parsed[name]
     if _OUTER in parsed:
         ordered[_OUTER] = parsed[_OUTER]
     for name, values in parsed.items():
-        if name not in (_SERVER_AXIS, _OUTER, _INNER, ratesweep.AXIS):
+        if name not in (*_SERVER_AXES, _OUTER, _INNER, ratesweep.AXIS):
             ordered[name] = values
     if _INNER in parsed:
         ordered[_INNER] = sorted(parsed[_INNER])
