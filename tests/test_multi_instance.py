@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 import psycopg
 import pytest
 
+from openslob.analysis.figures import value as figure
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model import combine
 from tests.conftest import invoke, make_base_dir
@@ -219,6 +220,72 @@ def test_sweep_and_plot_over_two_instances(loaded, tmp_path: Path) -> None:
     assert all(r["metrics"]["pio_reads_per_s"] > 0 for r in runs)
     petal = sweep_dir / "plots" / "petal_iops.png"
     assert petal.stat().st_size > 10_000
+
+
+def test_instance_sweep_efficiency_per_instance_and_resume(loaded, tmp_path: Path) -> None:
+    """`--instances 1,2 --sessions-per-instance 2`: the first 1, then 2 targets at the same
+    load per instance; scaling.json's efficiency and per-instance figures are the run.json
+    files'; a point marked interrupted is run again, the complete one is kept."""
+    first, second = loaded
+    results = tmp_path / "results"
+    args = [
+        "sweep", "--target", first.conninfo(), "--target", second.conninfo(),
+        "--instances", "1,2", "--sessions-per-instance", "2", "--schemas", "2",
+        "--scale", str(SCALE), "--update-pct", "0", "--warmup", "0", "--run-time", "2",
+        "--label", "scale", "--results-dir", str(results),
+    ]  # fmt: skip
+    result = invoke(*args, cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    sweep_dir = results / "sweep-scale"
+    one, two = (json.loads((sweep_dir / n / "run.json").read_text()) for n in SCALE_POINTS)
+    assert [len(one["instances"]), len(two["instances"])] == [1, 2]
+    assert [len(one["sessions"]), len(two["sessions"])] == [2, 4]  # 2 on every instance
+    assert two["config"]["SESSIONS"] == 4 and two["config"]["INSTANCES"] == 2
+    (curve,) = json.loads((sweep_dir / "scaling.json").read_text())
+    x1, x2 = one["metrics"]["slobops_per_s"], two["metrics"]["slobops_per_s"]
+    p1, p2 = curve["points"]
+    assert [p1["instances"], p2["instances"]] == [1, 2]
+    assert p1["efficiency"] == pytest.approx(1.0)
+    assert p2["efficiency"] == pytest.approx(x2 / (2 * x1), rel=1e-9)
+    iops = sorted(
+        i["metrics"]["pio_reads_per_s"] + i["metrics"]["pio_writes_per_s"] for i in two["instances"]
+    )
+    spread = p2["per_instance"]["iops"]
+    assert [spread["min"], spread["max"]] == pytest.approx(iops)
+    assert spread["median"] == pytest.approx(sum(iops) / 2)
+    assert p2["totals"]["iops"] == pytest.approx(sum(iops), rel=1e-6)
+    reads_us = [i["metrics"]["db_read_latency_us"] for i in two["instances"]]
+    assert p2["per_instance"]["db_read_us"]["max"] == pytest.approx(max(reads_us))
+    p99s = []
+    for k, inst in enumerate(two["instances"]):  # an instance's p99 lies between its sessions'
+        own = [s["p99_us"] for s in two["sessions"] if s["instance"] == k]
+        p99s.append(figure(inst, "op_p99_us"))
+        assert min(own) <= p99s[-1] <= max(own), (k, own, p99s[-1])
+    p99 = p2["per_instance"]["op_p99_us"]
+    assert [p99["min"], p99["max"]] == sorted(p99s)
+    assert curve["usl"] is None and "at least 3 different instance counts" in curve["usl_note"]
+    assert (sweep_dir / "plots" / "scaling.png").stat().st_size > 10_000
+    text = invoke("scaling", str(sweep_dir), cwd=tmp_path)
+    assert text.exit_code == 0, text.output
+    assert "EFFICIENCY" in text.output and f"{p2['efficiency'] * 100:.1f} %" in text.output
+
+    # resume: the 2-instance point interrupted, the 1-instance one complete and kept
+    sweep_file = sweep_dir / "sweep.json"
+    sweep = json.loads(sweep_file.read_text())
+    sweep["points"][1]["status"] = "interrupted"
+    sweep_file.write_text(json.dumps(sweep))
+    kept = (sweep_dir / SCALE_POINTS[0] / "run.json").read_text()
+    again = invoke(*args, cwd=tmp_path)
+    assert again.exit_code == 0, again.output
+    assert "1 point(s) already complete, skipped" in again.output
+    assert (sweep_dir / SCALE_POINTS[0] / "run.json").read_text() == kept
+    rerun = json.loads((sweep_dir / SCALE_POINTS[1] / "run.json").read_text())
+    assert rerun["window"]["start"] != two["window"]["start"] and len(rerun["instances"]) == 2
+    statuses = [p["status"] for p in json.loads(sweep_file.read_text())["points"]]
+    assert statuses == ["complete", "complete"]
+
+
+SCALE_POINTS = ("instances-1", "instances-2")
 
 
 @pytest.mark.parametrize(

@@ -249,9 +249,8 @@ def project(usl: UslFit, n: int) -> Projection:
     interval = usl.interval(n)
     note = usl.note if interval is None else None
     if n > usl.max_n:
-        note = (
-            f"extrapolated beyond the largest N measured ({usl.max_n})"
-            + (f"; {note}" if note else "")
+        note = f"extrapolated beyond the largest N measured ({usl.max_n})" + (
+            f"; {note}" if note else ""
         )
     low, high = interval if interval is not None else (None, None)
     return Projection(n, value, low, high, value / (n * usl.lam.value), note)

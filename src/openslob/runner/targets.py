@@ -27,9 +27,7 @@ def target_strings(
     instances of different engines are refused."""
     found = _all_targets(targets, config)
     wanted = config.get("INSTANCES", 0)
-    if config.get("SESSIONS_PER_INSTANCE") and not (
-        wanted or config.get("SQLNET_SERVICE_MAX", 0)
-    ):
+    if config.get("SESSIONS_PER_INSTANCE") and not (wanted or config.get("SQLNET_SERVICE_MAX", 0)):
         raise ConfigError(
             "SESSIONS_PER_INSTANCE needs INSTANCES (or SQLNET_SERVICE_MAX): the number of "
             "instances it multiplies"
