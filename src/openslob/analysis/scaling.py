@@ -108,6 +108,7 @@ def figures(part: Mapping[str, Any]) -> dict[str, float | None]:
         "mb_per_s": _sum(metrics, "pio_read_mb_per_s", "pio_write_mb_per_s"),
         "db_read_us": _number(metrics.get("db_read_latency_us")),
         "op_p99_us": value(part, "op_p99_us"),
+        "slobops_per_s": _number(metrics.get("slobops_per_s")),
     }
 
 
@@ -136,7 +137,7 @@ def _point(n: int, refs: list[RunRef], metric: str) -> ScalePoint:
         instances=n,
         runs=[ref.name for ref in refs],
         throughput=_median([value(ref.run, metric) for ref in refs]),
-        totals={k: _median([f[k] for f in per_run]) for k in FIGURES},
+        totals={k: _median([f[k] for f in per_run]) for k in (*FIGURES, "slobops_per_s")},
         per_instance={k: _spread([f[k] for f in per_part]) for k in FIGURES},
     )
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from openslob.analysis.scaling import ScalingCurve
 from openslob.report.figure import PCT_COLORS, empty, footnote, new_figure, number_axis
@@ -31,6 +32,7 @@ def scaling(curves: Sequence[ScalingCurve], *, title: str | None = None) -> Figu
     right.set_ylabel("efficiency X(N) / (N × X(1)) (%)")
     for ax in (left, right):
         ax.grid(True, alpha=0.4)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if not curves:
         empty(left, "no runs over several instance counts")
         return fig
@@ -81,7 +83,8 @@ def _draw_curve(left: Axes, right: Axes, curve: ScalingCurve, color: str) -> Non
             left.errorbar([proj.n], [proj.throughput], yerr=err, fmt="D", color=color,
                           capsize=5, label=f"{name}: projection at N={proj.n}")  # fmt: skip
     if one is not None:
-        left.plot([0, top], [0, top * one], ":", color=color, alpha=0.7)
+        left.plot([0, top], [0, top * one], ":", color=color, alpha=0.7,
+                  label=f"{name}: linear, N × X(1)")  # fmt: skip
     effs = [(p.instances, p.efficiency * 100) for p in curve.points if p.efficiency is not None]
     if effs:
         right.plot(*zip(*effs, strict=True), "o-", color=color, label=name)

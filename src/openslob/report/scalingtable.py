@@ -47,7 +47,7 @@ def render_text(curves: Sequence[ScalingCurve]) -> str:
         unit = _metric_name(curve.metric)
         lines.append(f"Scale-out: {curve.title} (throughput: {curve.metric}, {unit})")
         head = ["N", "RUNS", "THROUGHPUT", "EFFICIENCY"] + [_HEADS[k] for k in FIGURES]
-        head += [f"PER-INST {_HEADS[k]} min/med/max" for k in FIGURES]
+        head += [f"{_HEADS[k]}/INST" for k in FIGURES]
         rows = [head]
         for p in curve.points:
             eff = "n/a" if p.efficiency is None else f"{p.efficiency * 100:.1f} %"
@@ -57,9 +57,29 @@ def render_text(curves: Sequence[ScalingCurve]) -> str:
             rows.append(row)
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
         lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+        lines.append("/INST: min/median/max over the instances; EFFICIENCY = X(N) / (N x X(1))")
+        lines += _superlinear(curve)
         lines += _fit_lines(curve)
         lines.append("")
     return "\n".join(lines)
+
+
+def _superlinear(curve: ScalingCurve) -> list[str]:
+    """Above 100 %, the instances did less I/O per op: each one's share of the data fits
+    its cache better (or the one-instance point was cold). Physical reads per SLOBop say
+    which."""
+    if not any(p.efficiency is not None and p.efficiency > 1.05 for p in curve.points):
+        return []
+    per_op = []
+    for p in curve.points:
+        ops = p.totals.get("slobops_per_s")
+        iops = p.totals["iops"]
+        per_op.append(f"N={p.instances} {_num(iops / ops, 1) if iops and ops else 'n/a'}")
+    return [
+        "note: efficiency above 100 %: less physical I/O per op with more instances (each "
+        "caches its share of the data) or a cold 1-instance point; DB I/O per SLOBop: "
+        + ", ".join(per_op)
+    ]
 
 
 def _fit_lines(curve: ScalingCurve) -> list[str]:
@@ -121,8 +141,14 @@ def render_csv(curves: Sequence[ScalingCurve]) -> str:
     writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
     for row in rows:  # not measured: an empty cell, never 0
-        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        writer.writerow({k: _cell(v) for k, v in row.items()})
     return buffer.getvalue()
+
+
+def _cell(value: object) -> object:
+    if value is None:
+        return ""
+    return round(value, 6) if isinstance(value, float) else value
 
 
 def render_json(curves: Sequence[ScalingCurve]) -> str:
