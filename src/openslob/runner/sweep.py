@@ -3,7 +3,9 @@
 Any run parameter may be given as a comma list (`--update-pct 0,10,20,30 --sessions 1,2,4,8
 --work-unit 16,64`). Points run for each UPDATE_PCT in the order given, then the other lists,
 with SESSIONS innermost and ascending (flashdba's order: each petal grows point by point), and
-RATE innermost of all (percentages of a measured maximum: ratesweep.py).
+RATE innermost of all (percentages of a measured maximum: ratesweep.py). The number of
+instances (INSTANCES, SQLNET_SERVICE_MAX) is outermost after PAGE_SIZE: each value is its
+own set of instances, prepared once, and its runs (repeats too) are consecutive.
 Every point's full configuration is resolved and validated before the first run starts.
 
 The sweep directory (collect.py has the contract) is named after the label, not the time, so
