@@ -295,6 +295,10 @@ SCALE_POINTS = ("instances-1", "instances-2")
         (["--target", "embedded", "--target", "X"], "cannot be combined"),
         (["--sqlnet-service-max", "2"], "SQLNET_SERVICE_MAX needs SQLNET_SERVICE_BASE"),
         (["--sqlnet-service-max", "65"], "SQLNET_SERVICE_MAX"),
+        (["--instances", "2"], "INSTANCES=2: only 1 instance(s) given"),
+        (["--instances", "65"], "INSTANCES"),
+        (["--sessions-per-instance", "2"], "SESSIONS_PER_INSTANCE needs INSTANCES"),
+        (["--instances", "1", "--sessions-per-instance", "2", "--sessions", "4"], "give one"),
     ],
 )
 def test_bad_target_combinations_are_one_line(args, message, tmp_path: Path) -> None:
