@@ -179,6 +179,10 @@ def test_run_over_two_instances_via_services(loaded, tmp_path: Path) -> None:
 
     report = (run_dir / "report.txt").read_text()
     assert "Instances" in report and "service=slob2" in report
+    head = next(line for line in report.splitlines() if line.startswith("instance "))
+    assert head.split()[-3:] == ["op", "p99", "us"] and "dev read us" in head
+    second_row = next(line for line in report.splitlines() if line.startswith("2 service=slob2"))
+    assert second_row.split()[-1] == f"{figure(instances[1], 'op_p99_us'):,.0f}"
     assert "4 over 2 schemas on 2 instances" in report
     summary = invoke("analyze", "--json", str(run_dir), cwd=tmp_path)
     assert json.loads(summary.output)[0]["preads_per_s"] == pytest.approx(

@@ -389,11 +389,14 @@ def _stop_private_servers(prepared: Prepared, notice: Notice) -> None:
 
 
 def server_key(target: str | list[str] | tuple[str, ...] | None, point: Point) -> str:
-    """Points with the same key run on the same servers: the engines' own (a private server
-    per page size, say), the same for every point otherwise."""
+    """Points with the same key run on the same servers: the same targets (an instance
+    sweep's first 1, 2, ... of them differ) and the engines' own key (a private server per
+    page size, say)."""
     targets = [target] if isinstance(target, str) else list(target or [])
     names = target_strings(targets, point.config)
-    return " ".join(registry.plugin_for_target(t).server_key(point.config) for t in names)
+    return "\n".join(
+        f"{t}\t{registry.plugin_for_target(t).server_key(point.config)}" for t in names
+    )
 
 
 def _prepare_once(
