@@ -123,3 +123,16 @@ def test_text_and_figure_of_a_fitted_curve() -> None:
     fig = scaling([curve])
     left = fig.axes[0]
     assert len(left.collections) >= 2  # the runs and the 95 % band
+
+
+def test_no_projection_past_the_pole_of_a_superlinear_fit() -> None:
+    """κ < 0 (faster than linear where measured) sends the law to infinity further out:
+    no number is projected past that point, and the reason is given."""
+    points = [(n, law(n, 100.0, 0.0, -0.04)) for n in (1, 2, 3) for _ in range(2)]
+    fit = usl.fit(points)
+    assert fit is not None and fit.kappa.value == pytest.approx(-0.04, rel=1e-4)
+    assert "faster than linear" in (fit.note or "") or fit.covariance is None
+    assert usl.project(fit, 5).throughput == pytest.approx(law(5, 100.0, 0.0, -0.04), rel=1e-3)
+    beyond = usl.project(fit, 6)
+    assert beyond.throughput is None and beyond.efficiency is None
+    assert "reaches 0 at N = 5.52" in (beyond.note or "")

@@ -79,6 +79,15 @@ class UslFit:
         value = self.throughput(n)
         return float(value - half), float(value + half)
 
+    def pole_before(self, n: float) -> float | None:
+        """The first N in [1, n] where 1 + σ(N−1) + κN(N−1) <= 0 (a law with σ or κ below 0
+        goes to infinity there), else None."""
+        s, k = self.sigma.value, self.kappa.value
+        # κN² + (σ − κ)N + (1 − σ) = 0
+        roots = np.roots([k, s - k, 1 - s]) if k else np.array([(s - 1) / s] if s else [])
+        real = sorted(float(r.real) for r in np.atleast_1d(roots) if abs(r.imag) < 1e-12)
+        return next((r for r in real if 1 <= r <= n), None)
+
     def peak_n(self) -> float | None:
         """N* where the fitted throughput peaks (κ > 0 and σ < 1), else None."""
         s, k = self.sigma.value, self.kappa.value
@@ -106,10 +115,10 @@ class UslFit:
 @dataclass(frozen=True)
 class Projection:
     n: int
-    throughput: float
+    throughput: float | None  # None: the fitted law cannot reach n (a pole before it)
     low: float | None
     high: float | None
-    efficiency: float  # X(n) / (n * λ)
+    efficiency: float | None  # X(n) / (n * λ)
     note: str | None
 
     def as_dict(self) -> dict[str, object]:
@@ -245,6 +254,14 @@ def project(usl: UslFit, n: int) -> Projection:
             f"{usl.max_n}); beyond it the law is a guess, not a measurement: measure more "
             "instances"
         )
+    pole = usl.pole_before(n)
+    if pole is not None:
+        note = (
+            f"no projection: the fitted law's denominator reaches 0 at N = {pole:.2f} "
+            "(kappa or sigma below 0: faster than linear where measured, which it cannot "
+            "stay); measure more instances or repeat the points"
+        )
+        return Projection(n, None, None, None, None, note)
     value = usl.throughput(n)
     interval = usl.interval(n)
     note = usl.note if interval is None else None

@@ -67,6 +67,8 @@ def _draw_curve(left: Axes, right: Axes, curve: ScalingCurve, color: str) -> Non
     fit = curve.fit
     if fit is not None:
         reach = max(top, curve.projection.n if curve.projection else top)
+        pole = fit.pole_before(reach)
+        reach = reach if pole is None else min(top, pole - 0.05)
         grid = np.linspace(1, reach, 200)
         left.plot(grid, [fit.throughput(n) for n in grid], "-", color=color,
                   label=f"{name}: USL σ={fit.sigma.value:.3g} κ={fit.kappa.value:.3g}")  # fmt: skip
@@ -76,7 +78,7 @@ def _draw_curve(left: Axes, right: Axes, curve: ScalingCurve, color: str) -> Non
             high = [b[1] for b in bands if b is not None]
             left.fill_between(grid, low, high, color=color, alpha=0.15, linewidth=0)
         proj = curve.projection
-        if proj is not None:
+        if proj is not None and proj.throughput is not None:
             err = None
             if proj.low is not None and proj.high is not None:
                 err = [[proj.throughput - proj.low], [proj.high - proj.throughput]]
