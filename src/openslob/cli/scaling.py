@@ -58,8 +58,8 @@ def scaling(
 
     \b
     Examples:
-      slob sweep --target A --target B --target C --instances 1,2,3 \\
-          --sessions-per-instance 4 --update-pct 0 --repeat 2 --run-time 60 --label out
+      slob sweep --target host=db1 --target host=db2 --target host=db3 \\
+          --instances 1,2,3 --sessions-per-instance 4 --update-pct 0 --repeat 2 --label out
       slob scaling slob-results/sweep-out --project 6
       slob scaling slob-results/sweep-out --metric pio_reads_per_s --csv
     """
