@@ -241,6 +241,7 @@ def test_instance_sweep_efficiency_per_instance_and_resume(loaded, tmp_path: Pat
     result = invoke(*args, cwd=tmp_path)
     assert result.exit_code == 0, result.output
     sweep_dir = results / "sweep-scale"
+    assert f"scale-out: {sweep_dir / 'scaling.csv'}" in result.output
     one, two = (json.loads((sweep_dir / n / "run.json").read_text()) for n in SCALE_POINTS)
     assert [len(one["instances"]), len(two["instances"])] == [1, 2]
     assert [len(one["sessions"]), len(two["sessions"])] == [2, 4]  # 2 on every instance

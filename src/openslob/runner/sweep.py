@@ -279,8 +279,14 @@ def _merge_repeats(sweep: dict[str, Any], fresh: list[dict[str, Any]], plan: Swe
 
 def _comparable(sweep: Mapping[str, Any]) -> str:
     # Through JSON so that tuples/lists and int/float spellings compare the way they're stored.
-    # REPEAT is how often, not what: a rerun may add rounds (_merge_repeats).
-    base = {k: v for k, v in (sweep.get("base") or {}).items() if k != "REPEAT"}
+    # REPEAT is how often, not what: a rerun may add rounds (_merge_repeats). A parameter
+    # at its default is left out: a sweep.json written before an option existed (INSTANCES)
+    # still resumes, and a value that differs from the default still tells plans apart.
+    base = {
+        k: v
+        for k, v in (sweep.get("base") or {}).items()
+        if k != "REPEAT" and not (k in OPTIONS_BY_NAME and v == OPTIONS_BY_NAME[k].default)
+    }
     return json.dumps({"axes": sweep.get("axes"), "base": base}, sort_keys=True, default=str)
 
 
