@@ -17,11 +17,13 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import psycopg
 import pytest
+from selenium import webdriver
 
 from openslob.analysis.figures import value as figure
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model import combine
 from tests.conftest import invoke, make_base_dir
+from tests.test_html_report import browser, chart_box, open_page  # noqa: F401  (a fixture)
 
 SCALE = 3000  # rows per schema: small, the point is placement and accounting
 
@@ -226,7 +228,11 @@ def test_sweep_and_plot_over_two_instances(loaded, tmp_path: Path) -> None:
     assert petal.stat().st_size > 10_000
 
 
-def test_instance_sweep_efficiency_per_instance_and_resume(loaded, tmp_path: Path) -> None:
+def test_instance_sweep_efficiency_per_instance_and_resume(
+    loaded,
+    tmp_path: Path,
+    browser: webdriver.Chrome,  # noqa: F811
+) -> None:
     """`--instances 1,2 --sessions-per-instance 2`: the first 1, then 2 targets at the same
     load per instance; scaling.json's efficiency and per-instance figures are the run.json
     files'; a point marked interrupted is run again, the complete one is kept."""
@@ -273,6 +279,23 @@ def test_instance_sweep_efficiency_per_instance_and_resume(loaded, tmp_path: Pat
     text = invoke("scaling", str(sweep_dir), cwd=tmp_path)
     assert text.exit_code == 0, text.output
     assert "EFFICIENCY" in text.output and f"{p2['efficiency'] * 100:.1f} %" in text.output
+    # the HTML report draws the same medians and efficiencies, in a real browser
+    page = tmp_path / "scale.html"
+    html = invoke("report", str(sweep_dir), "--html", "-o", str(page), cwd=tmp_path)
+    assert html.exit_code == 0, html.output
+    open_page(browser, page)
+    drawn = []
+    for title in ("Scale-out: throughput", "Scale-out: efficiency"):
+        index, _ = chart_box(browser, title)
+        drawn.append(
+            browser.execute_script(
+                "return window.openslobCharts[arguments[0]].data.datasets[0].data"
+                ".map(d => [d.x, d.y])",
+                index,
+            )
+        )
+    assert drawn[0] == [[1, pytest.approx(x1)], [2, pytest.approx(x2)]]
+    assert drawn[1] == [[1, pytest.approx(100)], [2, pytest.approx(p2["efficiency"] * 100)]]
 
     # resume: the 2-instance point interrupted, the 1-instance one complete and kept
     sweep_file = sweep_dir / "sweep.json"
