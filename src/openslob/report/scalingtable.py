@@ -29,7 +29,8 @@ def _spread(s: Spread, digits: int) -> str:
     return "/".join(_num(v, digits) for v in (s.min, s.median, s.max))
 
 
-def _estimate(e: Estimate, fmt: str) -> str:
+def estimate_text(e: Estimate, fmt: str) -> str:
+    """`value (low to high)`, or `value (no interval)`."""
     text = format(e.value, fmt)
     if e.low is None or e.high is None:
         return f"{text} (no interval)"
@@ -89,8 +90,8 @@ def _fit_lines(curve: ScalingCurve) -> list[str]:
     r2 = "n/a" if fit.r2 is None else f"{fit.r2:.3f}"
     lines = [
         f"USL X(N) = lambda*N / (1 + sigma*(N-1) + kappa*N*(N-1)), 95 % intervals: "
-        f"lambda {_estimate(fit.lam, ',.1f')}, sigma {_estimate(fit.sigma, '.4f')}, "
-        f"kappa {_estimate(fit.kappa, '.5f')}; {fit.runs} runs, {fit.dof} dof, R2 {r2}"
+        f"lambda {estimate_text(fit.lam, ',.1f')}, sigma {estimate_text(fit.sigma, '.4f')}, "
+        f"kappa {estimate_text(fit.kappa, '.5f')}; {fit.runs} runs, {fit.dof} dof, R2 {r2}"
     ]
     peak = fit.peak_n()
     if peak is not None:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from openslob.analysis.scaling import ScalingCurve, curves
-from openslob.analysis.usl import Estimate
 from openslob.report.figure import PCT_COLORS
+from openslob.report.scalingtable import estimate_text
 
 if TYPE_CHECKING:
     from openslob.results.collect import RunRef
@@ -22,19 +22,13 @@ Spec = dict[str, Any]
 _GRID = 61  # points of the drawn fit from N = 1 to the largest N (> 60: report.js draws no dots)
 
 
-def _estimate(name: str, e: Estimate, fmt: str) -> str:
-    if e.low is None or e.high is None:
-        return f"{name} {format(e.value, fmt)} (no interval)"
-    return f"{name} {format(e.value, fmt)} ({format(e.low, fmt)} to {format(e.high, fmt)})"
-
-
 def _caption(curve: ScalingCurve) -> str:
     fit = curve.fit
     if fit is None:
         return f"{curve.title}: no USL fit: {curve.fit_note}"
     text = (
-        f"{curve.title}: USL 95 % intervals: {_estimate('σ', fit.sigma, '.4f')}, "
-        f"{_estimate('κ', fit.kappa, '.5f')}; {fit.runs} runs"
+        f"{curve.title}: USL 95 % intervals: σ {estimate_text(fit.sigma, '.4f')}, "
+        f"κ {estimate_text(fit.kappa, '.5f')}; {fit.runs} runs"
     )
     return text + (f"; {fit.note}" if fit.note else "")
 
