@@ -214,7 +214,10 @@ def fit(points: Sequence[tuple[int, float]]) -> UslFit | None:
             "or measure more instance counts"
         )
     if note is None and (p[1] < 0 or p[2] < 0):
-        note = "σ or κ below 0: faster than linear in the measured range (caches, noise)"
+        note = (
+            "σ or κ below 0, outside the law's physical range (σ, κ >= 0): few or noisy "
+            "points, or faster than linear somewhere (caches)"
+        )
     units = np.array([scale, 1.0, 1.0])
     estimates = []
     for i in range(_PARAMS):
