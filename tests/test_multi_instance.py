@@ -275,10 +275,15 @@ def test_instance_sweep_efficiency_per_instance_and_resume(
     p99 = p2["per_instance"]["op_p99_us"]
     assert [p99["min"], p99["max"]] == sorted(p99s)
     assert curve["usl"] is None and "at least 3 different instance counts" in curve["usl_note"]
+    # every run warned that the small data set fits shared_buffers: the table says so
+    assert any(w.startswith("the data set (") for w in two["warnings"])
+    assert p2["warnings"]["the data set"] == 1
     assert (sweep_dir / "plots" / "scaling.png").stat().st_size > 10_000
     text = invoke("scaling", str(sweep_dir), cwd=tmp_path)
     assert text.exit_code == 0, text.output
     assert "EFFICIENCY" in text.output and f"{p2['efficiency'] * 100:.1f} %" in text.output
+    warned = next(line for line in text.output.splitlines() if line.startswith("warnings in"))
+    assert "N=1: " in warned and "the data set (1/1)" in warned  # other kinds may come first
     # the HTML report draws the same medians and efficiencies, in a real browser
     page = tmp_path / "scale.html"
     html = invoke("report", str(sweep_dir), "--html", "-o", str(page), cwd=tmp_path)

@@ -18,6 +18,7 @@ on request, its projection at one N with the interval. A figure not measured is 
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ class ScalePoint:
     totals: dict[str, float | None]  # FIGURES over all instances, median over the runs
     per_instance: dict[str, Spread]  # FIGURES over the instances of every run
     efficiency: float | None = None
+    # the runs' warnings by kind (their text up to the first figure) -> how many runs
+    warnings: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +63,7 @@ class ScalePoint:
             "efficiency": self.efficiency,
             "totals": self.totals,
             "per_instance": {k: v.as_dict() for k, v in self.per_instance.items()},
+            "warnings": self.warnings,
         }
 
 
@@ -139,7 +143,22 @@ def _point(n: int, refs: list[RunRef], metric: str) -> ScalePoint:
         throughput=_median([value(ref.run, metric) for ref in refs]),
         totals={k: _median([f[k] for f in per_run]) for k in (*FIGURES, "slobops_per_s")},
         per_instance={k: _spread([f[k] for f in per_part]) for k in FIGURES},
+        warnings=_warning_kinds(refs),
     )
+
+
+def _warning_kinds(refs: list[RunRef]) -> dict[str, int]:
+    """How many of the runs warned of each kind ("CPU saturated", "device reads"): a
+    scaling figure resting on a run whose numbers are in doubt says so."""
+    kinds: dict[str, int] = {}
+    for ref in refs:
+        seen = {
+            re.split(r"[(\d:]", str(w), maxsplit=1)[0].strip()
+            for w in ref.run.get("warnings") or []
+        }
+        for kind in sorted(seen):
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
 
 
 def curves(refs: Sequence[RunRef], metric: str = DEFAULT_METRIC) -> list[ScalingCurve]:

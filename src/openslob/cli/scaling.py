@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from openslob.cli.app import CONTEXT, cli, friendly_errors, out
+from openslob.cli.app import CONTEXT, cli, friendly_errors
 from openslob.model.errors import ConfigError
 
 
@@ -86,7 +86,7 @@ def scaling(
     elif as_csv:
         click.echo(scalingtable.render_csv(found), nl=False)
     else:
-        out.print(scalingtable.render_text(found), highlight=False, markup=False)
+        click.echo(scalingtable.render_text(found))  # whole lines: no console wrapping
     if plot_to is not None:
         from openslob.report.plots import save
         from openslob.report.scalingplot import scaling as figure

@@ -60,6 +60,7 @@ def render_text(curves: Sequence[ScalingCurve]) -> str:
         lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
         lines.append("/INST: min/median/max over the instances; EFFICIENCY = X(N) / (N x X(1))")
         lines += _superlinear(curve)
+        lines += _warned(curve)
         lines += _fit_lines(curve)
         lines.append("")
     return "\n".join(lines)
@@ -81,6 +82,16 @@ def _superlinear(curve: ScalingCurve) -> list[str]:
         "caches its share of the data) or a cold 1-instance point; DB I/O per SLOBop: "
         + ", ".join(per_op)
     ]
+
+
+def _warned(curve: ScalingCurve) -> list[str]:
+    """The runs' warnings per N: the figures above rest on them (run.json has the text)."""
+    parts = [
+        f"N={p.instances}: " + ", ".join(f"{k} ({n}/{len(p.runs)})" for k, n in p.warnings.items())
+        for p in curve.points
+        if p.warnings
+    ]
+    return ["warnings in the runs (see each run's report): " + "; ".join(parts)] if parts else []
 
 
 def _fit_lines(curve: ScalingCurve) -> list[str]:
