@@ -48,6 +48,7 @@ EXAMPLE_PATHS = {
         "slob-results/sweep-a",
         "slob-results/sweep-b",
         "slob-results/sweep-rate",
+        "slob-results/sweep-out",
         "slob-results/repeat-8k",
         "slob-results/repeat-16k",
     ],

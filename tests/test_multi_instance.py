@@ -17,10 +17,13 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import psycopg
 import pytest
+from selenium import webdriver
 
+from openslob.analysis.figures import value as figure
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model import combine
 from tests.conftest import invoke, make_base_dir
+from tests.test_html_report import browser, chart_box, open_page  # noqa: F401  (a fixture)
 
 SCALE = 3000  # rows per schema: small, the point is placement and accounting
 
@@ -178,6 +181,10 @@ def test_run_over_two_instances_via_services(loaded, tmp_path: Path) -> None:
 
     report = (run_dir / "report.txt").read_text()
     assert "Instances" in report and "service=slob2" in report
+    head = next(line for line in report.splitlines() if line.startswith("instance "))
+    assert head.split()[-3:] == ["op", "p99", "us"] and "dev read us" in head
+    second_row = next(line for line in report.splitlines() if line.startswith("2 service=slob2"))
+    assert second_row.split()[-1] == f"{figure(instances[1], 'op_p99_us'):,.0f}"
     assert "4 over 2 schemas on 2 instances" in report
     summary = invoke("analyze", "--json", str(run_dir), cwd=tmp_path)
     assert json.loads(summary.output)[0]["preads_per_s"] == pytest.approx(
@@ -221,6 +228,99 @@ def test_sweep_and_plot_over_two_instances(loaded, tmp_path: Path) -> None:
     assert petal.stat().st_size > 10_000
 
 
+def test_instance_sweep_efficiency_per_instance_and_resume(
+    loaded,
+    tmp_path: Path,
+    browser: webdriver.Chrome,  # noqa: F811
+) -> None:
+    """`--instances 1,2 --sessions-per-instance 2`: the first 1, then 2 targets at the same
+    load per instance; scaling.json's efficiency and per-instance figures are the run.json
+    files'; a point marked interrupted is run again, the complete one is kept."""
+    first, second = loaded
+    results = tmp_path / "results"
+    args = [
+        "sweep", "--target", first.conninfo(), "--target", second.conninfo(),
+        "--instances", "1,2", "--sessions-per-instance", "2", "--schemas", "2",
+        "--scale", str(SCALE), "--update-pct", "0", "--warmup", "0", "--run-time", "2",
+        "--label", "scale", "--results-dir", str(results),
+    ]  # fmt: skip
+    result = invoke(*args, cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    sweep_dir = results / "sweep-scale"
+    assert f"scale-out: {sweep_dir / 'scaling.csv'}" in result.output
+    one, two = (json.loads((sweep_dir / n / "run.json").read_text()) for n in SCALE_POINTS)
+    assert [len(one["instances"]), len(two["instances"])] == [1, 2]
+    assert [len(one["sessions"]), len(two["sessions"])] == [2, 4]  # 2 on every instance
+    assert two["config"]["SESSIONS"] == 4 and two["config"]["INSTANCES"] == 2
+    (curve,) = json.loads((sweep_dir / "scaling.json").read_text())
+    x1, x2 = one["metrics"]["slobops_per_s"], two["metrics"]["slobops_per_s"]
+    p1, p2 = curve["points"]
+    assert [p1["instances"], p2["instances"]] == [1, 2]
+    assert p1["efficiency"] == pytest.approx(1.0)
+    assert p2["efficiency"] == pytest.approx(x2 / (2 * x1), rel=1e-9)
+    iops = sorted(
+        i["metrics"]["pio_reads_per_s"] + i["metrics"]["pio_writes_per_s"] for i in two["instances"]
+    )
+    spread = p2["per_instance"]["iops"]
+    assert [spread["min"], spread["max"]] == pytest.approx(iops)
+    assert spread["median"] == pytest.approx(sum(iops) / 2)
+    assert p2["totals"]["iops"] == pytest.approx(sum(iops), rel=1e-6)
+    reads_us = [i["metrics"]["db_read_latency_us"] for i in two["instances"]]
+    assert p2["per_instance"]["db_read_us"]["max"] == pytest.approx(max(reads_us))
+    p99s = []
+    for k, inst in enumerate(two["instances"]):  # an instance's p99 lies between its sessions'
+        own = [s["p99_us"] for s in two["sessions"] if s["instance"] == k]
+        p99s.append(figure(inst, "op_p99_us"))
+        assert min(own) <= p99s[-1] <= max(own), (k, own, p99s[-1])
+    p99 = p2["per_instance"]["op_p99_us"]
+    assert [p99["min"], p99["max"]] == sorted(p99s)
+    assert curve["usl"] is None and "at least 3 different instance counts" in curve["usl_note"]
+    # every run warned that the small data set fits shared_buffers: the table says so
+    assert any(w.startswith("the data set (") for w in two["warnings"])
+    assert p2["warnings"]["the data set"] == 1
+    assert (sweep_dir / "plots" / "scaling.png").stat().st_size > 10_000
+    text = invoke("scaling", str(sweep_dir), cwd=tmp_path)
+    assert text.exit_code == 0, text.output
+    assert "EFFICIENCY" in text.output and f"{p2['efficiency'] * 100:.1f} %" in text.output
+    warned = next(line for line in text.output.splitlines() if line.startswith("warnings in"))
+    assert "N=1: " in warned and "the data set (1/1)" in warned  # other kinds may come first
+    # the HTML report draws the same medians and efficiencies, in a real browser
+    page = tmp_path / "scale.html"
+    html = invoke("report", str(sweep_dir), "--html", "-o", str(page), cwd=tmp_path)
+    assert html.exit_code == 0, html.output
+    open_page(browser, page)
+    drawn = []
+    for title in ("Scale-out: throughput", "Scale-out: efficiency"):
+        index, _ = chart_box(browser, title)
+        drawn.append(
+            browser.execute_script(
+                "return window.openslobCharts[arguments[0]].data.datasets[0].data"
+                ".map(d => [d.x, d.y])",
+                index,
+            )
+        )
+    assert drawn[0] == [[1, pytest.approx(x1)], [2, pytest.approx(x2)]]
+    assert drawn[1] == [[1, pytest.approx(100)], [2, pytest.approx(p2["efficiency"] * 100)]]
+
+    # resume: the 2-instance point interrupted, the 1-instance one complete and kept
+    sweep_file = sweep_dir / "sweep.json"
+    sweep = json.loads(sweep_file.read_text())
+    sweep["points"][1]["status"] = "interrupted"
+    sweep_file.write_text(json.dumps(sweep))
+    kept = (sweep_dir / SCALE_POINTS[0] / "run.json").read_text()
+    again = invoke(*args, cwd=tmp_path)
+    assert again.exit_code == 0, again.output
+    assert "1 point(s) already complete, skipped" in again.output
+    assert (sweep_dir / SCALE_POINTS[0] / "run.json").read_text() == kept
+    rerun = json.loads((sweep_dir / SCALE_POINTS[1] / "run.json").read_text())
+    assert rerun["window"]["start"] != two["window"]["start"] and len(rerun["instances"]) == 2
+    statuses = [p["status"] for p in json.loads(sweep_file.read_text())["points"]]
+    assert statuses == ["complete", "complete"]
+
+
+SCALE_POINTS = ("instances-1", "instances-2")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -228,6 +328,10 @@ def test_sweep_and_plot_over_two_instances(loaded, tmp_path: Path) -> None:
         (["--target", "embedded", "--target", "X"], "cannot be combined"),
         (["--sqlnet-service-max", "2"], "SQLNET_SERVICE_MAX needs SQLNET_SERVICE_BASE"),
         (["--sqlnet-service-max", "65"], "SQLNET_SERVICE_MAX"),
+        (["--instances", "2"], "INSTANCES=2: only 1 instance(s) given"),
+        (["--instances", "65"], "INSTANCES"),
+        (["--sessions-per-instance", "2"], "SESSIONS_PER_INSTANCE needs INSTANCES"),
+        (["--instances", "1", "--sessions-per-instance", "2", "--sessions", "4"], "give one"),
     ],
 )
 def test_bad_target_combinations_are_one_line(args, message, tmp_path: Path) -> None:

@@ -70,6 +70,7 @@ def test_table_has_every_required_parameter() -> None:
     }  # fmt: skip
     own = {"SCHEMAS", "SESSIONS", "SEED", "WARMUP", "SAMPLE_INTERVAL", "PAGE_SIZE", "REPEAT"}
     own |= {"RATE", "RATE_DIST"}
+    own |= {"INSTANCES", "SESSIONS_PER_INSTANCE"}
     assert {o.name for o in OPTIONS if o.slob} == slob
     assert {o.name for o in OPTIONS if not o.slob} == own
 

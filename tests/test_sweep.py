@@ -121,6 +121,11 @@ def test_sweep_runs_every_point_and_resumes(
     assert again.exit_code == 0, again.output
     assert "4 point(s) already complete" in again.output
     assert {p.name: p.stat().st_mtime for p in path.glob("*/run.json")} == before
+    # a sweep.json from before an option existed (its default changes nothing) resumes
+    sweep["base"] = {k: v for k, v in sweep["base"].items() if k != "SESSIONS_PER_INSTANCE"}
+    (path / "sweep.json").write_text(json.dumps(sweep))
+    older = CliRunner().invoke(cli, _sweep_args(results, "t"), env=env, catch_exceptions=False)
+    assert "4 point(s) already complete" in older.output, older.output
     # a different plan under the same label is refused
     other = CliRunner().invoke(cli, [*_sweep_args(results, "t"), "--work-unit", "16"], env=env)
     assert other.exit_code == 2 and "different plan" in other.output

@@ -384,6 +384,8 @@ def _run_plan(
     written = finish_sweep(path, plots)
     if plots and written:
         err.print(f"plots: {path / 'plots'}", highlight=False)
+    if path / "scaling.csv" in written:  # an instance sweep
+        err.print(f"scale-out: {path / 'scaling.csv'} (slob scaling {path})", highlight=False)
     if plan.repeat > 1 and written:
         _print_point_table(path)
     if outcome.run_seconds:

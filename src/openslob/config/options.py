@@ -176,6 +176,19 @@ OPTIONS: tuple[Option, ...] = (
         DATA_SCOPES, minimum=0, maximum=64,
     ),
     Option(
+        "INSTANCES", "int", 0,
+        "Run on the first N of the instances (--target given N or more times, or "
+        "SQLNET_SERVICE_MAX); a sweep over 1,2,3 is the scale-out study. 0: all of them.",
+        RUN_SCOPES, slob=False, minimum=0, maximum=64,
+    ),
+    Option(
+        "SESSIONS_PER_INSTANCE", "int", 0,
+        "Sessions on each instance: SESSIONS becomes this x the instances (INSTANCES, else "
+        "SQLNET_SERVICE_MAX), so each instance's load stays the same across an instance "
+        "sweep. 0: SESSIONS is the total.",
+        RUN_SCOPES, slob=False, minimum=0, maximum=MAX_SESSIONS,
+    ),
+    Option(
         "EXTERNAL_SCRIPT", "path", "",
         "Executable called with pre, post and end around the run; empty for none.",
         RUN_SCOPES,

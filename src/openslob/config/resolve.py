@@ -158,6 +158,7 @@ def resolve(
             params[name] = _parse_at(OPTIONS_BY_NAME[name], raw, OPTIONS_BY_NAME[name].flag)
             sources[name] = "flag"
 
+    _sessions_per_instance(params, sources)
     config = Config(
         params=params,
         sources=sources,
@@ -168,6 +169,23 @@ def resolve(
     )
     check_combination(config, scope=scope)
     return config
+
+
+def _sessions_per_instance(params: dict[str, Any], sources: dict[str, Source]) -> None:
+    """SESSIONS = SESSIONS_PER_INSTANCE x the instances, when their number is known here
+    (INSTANCES, else SQLNET_SERVICE_MAX); runner/targets.py refuses the option when it is
+    not. The effective SESSIONS is what run.json records, so every reader counts the load
+    of the run it reads."""
+    per = params["SESSIONS_PER_INSTANCE"]
+    count = params["INSTANCES"] or params["SQLNET_SERVICE_MAX"]
+    if not per or not count:
+        return
+    if params["SESSIONS"] and sources["SESSIONS"] != "default":
+        raise ConfigError(
+            f"SESSIONS={params['SESSIONS']} and SESSIONS_PER_INSTANCE={per}: give one of them"
+        )
+    params["SESSIONS"] = per * count
+    sources["SESSIONS"] = sources["SESSIONS_PER_INSTANCE"]
 
 
 # --------------------------------------------------------------------------- cross checks

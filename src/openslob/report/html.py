@@ -30,7 +30,7 @@ from openslob.analysis.compare import Comparison
 from openslob.analysis.rules import RuleResult
 from openslob.analysis.sustained import detect_degradation, load_timeseries, render_degradation
 from openslob.oracle import awr_rows
-from openslob.report import webcharts, websummary, webtable
+from openslob.report import webcharts, webscaling, websummary, webtable
 from openslob.report.comparison import csv_rows
 from openslob.report.comparison import render_text as comparison_text
 from openslob.report.text import render_text
@@ -137,6 +137,7 @@ def _petals(refs: list[RunRef]) -> str:
     if any(r.run.get("latency") for r in refs):
         specs.append(webcharts.petal(refs, x="iops", latency="op_p99"))
     specs += webcharts.latency_at_load(refs)  # RATE runs: the latency-at-load curves
+    specs += webscaling.scaling(refs)  # an instance sweep: throughput and efficiency by N
     return _charts([s for s in specs if s["series"]])
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from openslob.analysis.figures import value as figure_value
 from openslob.model.metrics import DEFAULT_TERMS, label
 from openslob.report.blocks import NA, WIDTH, fmt, latency_table, per_op, section, table
 from openslob.report.rate import rate_section
@@ -505,22 +506,25 @@ def _instances(run: dict[str, Any]) -> list[str]:
         (f"{_log(run)} MB/s", "wal_mb_per_s", 1),
         ("commits/s", "commits_per_s", 0),
         ("dev reads/s", "device_reads_per_s", 0),
+        ("dev read us", "device_read_latency_us", 0),
         ("DB time s", "db_time_s", 1),
     )
 
-    def row(name: str, sessions: Any, metrics: dict[str, Any]) -> list[str]:
-        return [name, str(sessions), *(fmt(metrics.get(k), d) for _, k, d in columns)]
+    def row(name: str, sessions: Any, part: dict[str, Any]) -> list[str]:
+        metrics = part.get("metrics") or {}
+        cells = [fmt(metrics.get(k), d) for _, k, d in columns]
+        return [name, str(sessions), *cells, fmt(figure_value(part, "op_p99_us"), 0)]
 
     lines = section("Instances")
     rows = [
-        row(f"{k + 1} {i['target']}", len(i.get("sessions") or []), i.get("metrics") or {})
+        row(f"{k + 1} {i['target']}", len(i.get("sessions") or []), i)
         for k, i in enumerate(instances)
     ]
-    rows.append(row("total", len(run["sessions"]), run["metrics"]))
-    lines += table(["instance", "sessions", *(c for c, _, _ in columns)], rows)
+    rows.append(row("total", len(run["sessions"]), run))
+    lines += table(["instance", "sessions", *(c for c, _, _ in columns), "op p99 us"], rows)
     lines.append(
         "(rates add; read latency is weighted by reads; a host shared by instances counts once "
-        "in device figures)"
+        "in device figures; op p99: the SLOBops of all types, from the in-loop histograms)"
     )
     return lines
 

@@ -65,6 +65,14 @@ def read(names: list[str], config: Config, data_dir: Path | None, *, keep: bool)
     return found
 
 
+def _once(target: str, config: Config, seen: set[tuple[str, str]]) -> bool:
+    key = (target, registry.plugin_for_target(target).server_key(config))
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
 def agreed(found: Sequence[Found], names: Sequence[str]) -> dict[str, int] | None:
     """The values of `names` every data set found agrees on (None: no data set at all)."""
     present = [f for f in found if f.values is not None]
@@ -148,8 +156,10 @@ def for_plan(plan: SweepPlan, targets: Targets, data_dir: Path | None) -> str | 
     for point, _ in plan.runs():
         groups.setdefault(server_key(targets, point), point.config)
     found: list[Found] = []
+    seen: set[tuple[str, str]] = set()  # an instance sweep's groups share their instances
     for k, config in enumerate(groups.values()):
-        found += read(target_strings(targets, config), config, data_dir, keep=k == 0)
+        fresh = [t for t in target_strings(targets, config) if _once(t, config, seen)]
+        found += read(fresh, config, data_dir, keep=k == 0)
     values = agreed(found, names)
     for point in plan.points:
         point.config = take(point.config, values)

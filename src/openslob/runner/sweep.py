@@ -3,7 +3,9 @@
 Any run parameter may be given as a comma list (`--update-pct 0,10,20,30 --sessions 1,2,4,8
 --work-unit 16,64`). Points run for each UPDATE_PCT in the order given, then the other lists,
 with SESSIONS innermost and ascending (flashdba's order: each petal grows point by point), and
-RATE innermost of all (percentages of a measured maximum: ratesweep.py).
+RATE innermost of all (percentages of a measured maximum: ratesweep.py). The number of
+instances (INSTANCES, SQLNET_SERVICE_MAX) is outermost after PAGE_SIZE: each value is its
+own set of instances, prepared once, and its runs (repeats too) are consecutive.
 Every point's full configuration is resolved and validated before the first run starts.
 
 The sweep directory (collect.py has the contract) is named after the label, not the time, so
@@ -49,6 +51,10 @@ SCHEMA_VERSION = 1
 _NOT_LISTABLE = {"str", "path"}
 _OUTER = "UPDATE_PCT"
 _SERVER_AXIS = "PAGE_SIZE"  # a private server per value: switching back and forth costs
+# Each value runs on its own set of instances (prepared once, runner.sweep.run_sweep): the
+# points of one value are consecutive, like a page size's.
+_INSTANCE_AXES = ("INSTANCES", "SQLNET_SERVICE_MAX")
+_SERVER_AXES = (_SERVER_AXIS, *_INSTANCE_AXES)
 _INNER = "SESSIONS"
 
 
@@ -71,11 +77,12 @@ class SweepPlan:
 
     def runs(self) -> list[tuple[Point, int]]:
         """(point, repeat) in the order they run: rounds over the points of each private
-        server (a PAGE_SIZE value: its points are consecutive, the axis is outermost)."""
+        server or set of instances (a PAGE_SIZE or INSTANCES value: its points are
+        consecutive, the axis is outermost)."""
         blocks: list[list[Point]] = []
         for point in self.points:
-            server = point.params.get(_SERVER_AXIS)
-            if blocks and blocks[-1][0].params.get(_SERVER_AXIS) == server:
+            server = _server_values(point)
+            if blocks and _server_values(blocks[-1][0]) == server:
                 blocks[-1].append(point)
             else:
                 blocks.append([point])
@@ -85,6 +92,10 @@ class SweepPlan:
             for repeat in range(1, self.repeat + 1)
             for point in block
         ]
+
+
+def _server_values(point: Point) -> tuple[Any, ...]:
+    return tuple(point.params.get(name) for name in _SERVER_AXES)
 
 
 def run_name(point: str, repeat: int) -> str:
@@ -119,15 +130,17 @@ def split_axes(
 
 
 def _ordered_axes(parsed: dict[str, list[Any]]) -> dict[str, list[Any]]:
-    """PAGE_SIZE (one server and data set each) outermost, then UPDATE_PCT; SESSIONS
-    innermost ascending; the rest in the order given."""
+    """PAGE_SIZE (one server and data set each) outermost, then the number of instances
+    (one set of instances each), then UPDATE_PCT; SESSIONS innermost ascending; the rest in
+    the order given."""
     ordered: dict[str, list[Any]] = {}
-    if _SERVER_AXIS in parsed:
-        ordered[_SERVER_AXIS] = parsed[_SERVER_AXIS]
+    for name in _SERVER_AXES:
+        if name in parsed:
+            ordered[name] = parsed[name]
     if _OUTER in parsed:
         ordered[_OUTER] = parsed[_OUTER]
     for name, values in parsed.items():
-        if name not in (_SERVER_AXIS, _OUTER, _INNER, ratesweep.AXIS):
+        if name not in (*_SERVER_AXES, _OUTER, _INNER, ratesweep.AXIS):
             ordered[name] = values
     if _INNER in parsed:
         ordered[_INNER] = sorted(parsed[_INNER])
@@ -266,8 +279,14 @@ def _merge_repeats(sweep: dict[str, Any], fresh: list[dict[str, Any]], plan: Swe
 
 def _comparable(sweep: Mapping[str, Any]) -> str:
     # Through JSON so that tuples/lists and int/float spellings compare the way they're stored.
-    # REPEAT is how often, not what: a rerun may add rounds (_merge_repeats).
-    base = {k: v for k, v in (sweep.get("base") or {}).items() if k != "REPEAT"}
+    # REPEAT is how often, not what: a rerun may add rounds (_merge_repeats). A parameter
+    # at its default is left out: a sweep.json written before an option existed (INSTANCES)
+    # still resumes, and a value that differs from the default still tells plans apart.
+    base = {
+        k: v
+        for k, v in (sweep.get("base") or {}).items()
+        if k != "REPEAT" and not (k in OPTIONS_BY_NAME and v == OPTIONS_BY_NAME[k].default)
+    }
     return json.dumps({"axes": sweep.get("axes"), "base": base}, sort_keys=True, default=str)
 
 
@@ -376,11 +395,14 @@ def _stop_private_servers(prepared: Prepared, notice: Notice) -> None:
 
 
 def server_key(target: str | list[str] | tuple[str, ...] | None, point: Point) -> str:
-    """Points with the same key run on the same servers: the engines' own (a private server
-    per page size, say), the same for every point otherwise."""
+    """Points with the same key run on the same servers: the same targets (an instance
+    sweep's first 1, 2, ... of them differ) and the engines' own key (a private server per
+    page size, say)."""
     targets = [target] if isinstance(target, str) else list(target or [])
     names = target_strings(targets, point.config)
-    return " ".join(registry.plugin_for_target(t).server_key(point.config) for t in names)
+    return "\n".join(
+        f"{t}\t{registry.plugin_for_target(t).server_key(point.config)}" for t in names
+    )
 
 
 def _prepare_once(

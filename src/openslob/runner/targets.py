@@ -22,8 +22,28 @@ def target_strings(
     targets: tuple[str, ...] | list[str] | str | None, config: Mapping[str, Any]
 ) -> list[str]:
     """The targets of a command: --target (repeatable), else SQLNET_SERVICE_BASE1..MAX, else
-    the default engine's private server. A target named twice, a private server among
-    several targets, or instances of different engines are refused."""
+    the default engine's private server; the first INSTANCES of them when it is set (an
+    instance sweep). A target named twice, a private server among several targets, or
+    instances of different engines are refused."""
+    found = _all_targets(targets, config)
+    wanted = config.get("INSTANCES", 0)
+    if config.get("SESSIONS_PER_INSTANCE") and not (wanted or config.get("SQLNET_SERVICE_MAX", 0)):
+        raise ConfigError(
+            "SESSIONS_PER_INSTANCE needs INSTANCES (or SQLNET_SERVICE_MAX): the number of "
+            "instances it multiplies"
+        )
+    if wanted > len(found):
+        raise ConfigError(
+            f"INSTANCES={wanted}: only {len(found)} instance(s) given (repeat --target, or "
+            "SQLNET_SERVICE_MAX); allowed 0 (all) to "
+            f"{len(found)}"
+        )
+    return found[:wanted] if wanted else found
+
+
+def _all_targets(
+    targets: tuple[str, ...] | list[str] | str | None, config: Mapping[str, Any]
+) -> list[str]:
     if isinstance(targets, str):
         targets = [targets]
     given = [t for t in targets or () if t]
