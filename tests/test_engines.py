@@ -27,6 +27,7 @@ from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model.histogram import Histogram, bucket_index
 from openslob.report.plots import petal_points
 from openslob.results.collect import find_runs
+from openslob.results.schema import validate_run
 from tests.conftest import invoke, make_base_dir, slob_subprocess
 
 TARGETS = {"postgresql": "embedded", "mariadb": "embedded-mariadb"}
@@ -80,6 +81,7 @@ def test_run_measures_the_same_figures(loaded, base: Path, tmp_path: Path) -> No
     (run_dir,) = results.iterdir()
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "complete" and run["engine"]["name"] == engine
+    validate_run(run)  # both engines write what the shipped schema says
     m, seconds = run["metrics"], run["window"]["seconds"]
     ops = sum(s["ops_select"] + s["ops_update"] for s in run["sessions"])
     assert ops > 50 and m["slobops_per_s"] * seconds == pytest.approx(ops, rel=0.01)

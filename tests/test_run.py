@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shutil
@@ -17,8 +18,11 @@ from click.testing import CliRunner
 from openslob.cli import cli
 from openslob.config.resolve import resolve
 from openslob.engines.postgres.server import EmbeddedServer
+from openslob.report.html import run_html
 from openslob.report.text import render_text
+from openslob.results.collect import find_runs
 from openslob.results.rundir import load_run
+from openslob.results.schema import validate_run
 from openslob.runner.execute import run_benchmark
 
 from .conftest import make_base_dir, slob_subprocess
@@ -138,11 +142,66 @@ def test_results_follow_the_contract(dataset, tmp_path) -> None:
         assert heading in report
     rerendered = CliRunner().invoke(cli, ["report", str(run_dir)])
     assert rerendered.exit_code == 0 and rerendered.output == report
+    _every_block_is_shown(run_dir, on_disk, report)
     lines = (run_dir / "timeseries.csv").read_text().splitlines()
     assert lines[0].startswith("time,") and len(lines) >= 3
     header = lines[0].split(",")
     for column in ("device_reads_per_s", "pio_reads_per_s", "select_p99_us", "update_count"):
         assert column in header
+
+
+def _section(text: str, title: str) -> list[str]:
+    """A text report's section: the lines from its title to the next title."""
+    lines = text.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith(title))
+    end = next((k - 1 for k in range(start + 2, len(lines)) if set(lines[k]) == {"~"}), len(lines))
+    return lines[start:end]
+
+
+def _row(lines: list[str], first: str) -> str:
+    return next(line for line in lines if line.split("  ")[0].strip() == first)
+
+
+def _every_block_is_shown(run_dir: Path, run: dict[str, Any], report: str) -> None:
+    """run.json follows its shipped schema, and report.txt, the HTML page and `slob analyze`
+    show every block run.json holds, with its numbers (a renderer reading a key the file
+    does not have shows n/a: the class of defect this catches)."""
+    validate_run(run)  # raises jsonschema.ValidationError, naming the path
+    assert max(len(line) for line in report.splitlines()) <= 100
+    work = _section(report, "Data set and work per SLOBop")
+    for kind in ("select", "update"):
+        figures = run["work_per_op"][kind]
+        row = _row(work, kind).split()
+        assert row[1:4] == [f"{figures['ops']:,}", f"{figures['lio']:,.1f}",
+                            f"{figures['lio_predicted']:,.1f}"], row  # fmt: skip
+    assert "Work per op: n/a" not in report
+    for name, table in run["tables"].items():
+        if name.endswith(".cf1"):
+            assert _row(work, name).split()[1] == f"{table['before']['pages']:,}"
+    horizon = run["horizon"]
+    assert f"at most {horizon['max_age_xids']:,} transactions old" in "\n".join(work)
+    waits = _section(report, "Top wait events")
+    for wait in run["waits"][:10]:
+        assert _row(waits, wait["event"]).split()[-2] == f"{wait['samples']:,}"
+    rows = run["intervals"]["rows"]
+    assert rows and f"Intervals ({len(rows)} in the window" in report
+    ops = [r[run["intervals"]["columns"].index("slobops_per_s")] for r in rows]
+    assert f"{max(ops):,.1f}" in _row(_section(report, "Intervals"), "SLOBops/s")
+    io = _section(report, "pg_stat_io (window deltas)")
+    assert f"{int(run['io'][0]['reads']):,}" in io[3]  # title, header, rule, row
+    for warning in run["warnings"]:
+        assert f"! {warning[:60]}" in report
+    # the HTML page holds the same text report and the analyze table
+    (ref,) = find_runs([run_dir])
+    page = run_html(ref)
+    assert html.escape(render_text(ref.run)) in page and "Work per op: n/a" not in page
+    analyzed = CliRunner().invoke(cli, ["analyze", str(run_dir), "--json"])
+    assert analyzed.exit_code == 0, analyzed.output
+    (row,) = json.loads(analyzed.output)
+    m = run["metrics"]
+    assert row["executes_per_s"] == pytest.approx(m["slobops_per_s"], abs=0.001)
+    assert row["preads_per_s"] == pytest.approx(m["pio_reads_per_s"], abs=0.001)
+    assert row["op_p99_us"] is not None and row["top_wait"].startswith(run["waits"][0]["event"])
 
 
 def test_window_is_exact_and_only_it_is_recorded(dataset, tmp_path) -> None:

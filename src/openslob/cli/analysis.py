@@ -350,9 +350,15 @@ def plot(
     default=None,
     help="HTML file to write (default PATH/report.html).",
 )
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Every column of the wide tables (I/O breakdown, statements); the default fits 100 "
+    "columns.",
+)
 @oracle_names_option
 @friendly_errors
-def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) -> None:
+def report(path: Path, as_html: bool, output: Path | None, wide: bool, oracle_names: Any) -> None:
     """Re-render a run's AWR-like text report from run.json, or an HTML report.
 
     PATH is a run directory (text or HTML), or for HTML a sweep directory, a tree of runs or
@@ -362,6 +368,7 @@ def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) ->
     \b
     Examples:
       slob report slob-results/20261122T050000Z-readonly
+      slob report slob-results/20261122T050000Z-readonly --wide
       slob report slob-results/sweep-ssd --html
     """
     from openslob.results.rundir import REPORT_KEYS, load_run, require_keys
@@ -379,4 +386,4 @@ def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) ->
         return
     from openslob.report.text import render_text
 
-    click.echo(render_text(load_run(path, REPORT_KEYS)), nl=False)
+    click.echo(render_text(load_run(path, REPORT_KEYS), wide=wide), nl=False)
