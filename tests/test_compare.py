@@ -126,9 +126,19 @@ def test_repeated_sweep_summary_and_analyze(results: Path) -> None:
     table = slob("analyze", str(path), "--max-cv", "0", cwd=results).output
     assert table.splitlines()[0].startswith("RUN") and "SPREAD (CV > 0%)" in table
     assert "sessions-1 " in table and "EXECUTES/s" in table  # one line per point, flagged
-    assert "2 of 2 points have a figure with CV > 0%" in table
+    assert "2 of 2 points have a figure with CV > 0%" in " ".join(table.split())  # wrapped
+    assert max(len(line) for line in table.splitlines()) <= 100  # the rest: --wide
+    wide = slob("analyze", str(path), "--max-cv", "0", "--wide", cwd=results).output
+    assert "TOP_WAIT" in wide and "TOP_WAIT" in table.split("more columns with --wide")[1]
     per_run = slob("analyze", str(path), "--each-run", cwd=results).output
     assert "sessions-2_repeat-6" in per_run and "REPEAT" in per_run
+    # --csv has one shape whatever the input: a row per run; --summary: per point and figure
+    runs = list(
+        csv.DictReader(io.StringIO(slob("analyze", str(path), "--csv", cwd=results).stdout))
+    )
+    assert len(runs) == 12 and {r["repeat"] for r in runs} == {str(k) for k in range(1, 7)}
+    summary = slob("analyze", str(path), "--csv", "--summary", cwd=results).stdout
+    assert summary == (path / "summary.csv").read_text()
     # petal plots: one point per sweep point, at the medians, with min–max bars
     points, skipped = petal_points(find_runs([path]), "iops", "op_p50")
     assert skipped == [] and [(p.sessions, p.runs) for p in points] == [(1, 6), (2, 6)]
