@@ -144,6 +144,9 @@ def test_intervals_are_in_step_for_1_2_and_4_sessions(loaded, base: Path, tmp_pa
     assert result.exit_code == 0, result.output
     runs = find_runs([results / "sweep-steps"])
     assert sorted(len(r.run["sessions"]) for r in runs) == [1, 2, 4]
+    console = " ".join(result.output.split())  # the warnings wrap at 100 columns
+    for ref in runs:  # a sweep prints each point's warnings, as a run's report does
+        assert all(f"! {' '.join(w.split())}" in console for w in ref.run["warnings"])
     for ref in runs:
         run, m = ref.run, ref.run["metrics"]
         with (ref.path / "timeseries.csv").open() as fh:
