@@ -583,3 +583,26 @@ def test_page_cache_absorbing_reads_is_called_out(fresh_server, tmp_path) -> Non
     assert metrics["pio_reads_per_s"] > 1000
     assert metrics["device_reads_per_s"] < 0.5 * metrics["pio_reads_per_s"]
     assert any("page cache is serving reads" in w for w in results[-1]["warnings"])
+
+
+def test_slob_habits_and_a_json_summary(dataset, tmp_path) -> None:
+    """SLOB 2.5's `runit.sh -s 2 -t 2` runs 2 schemas x 2 threads; `runit.sh N` is N
+    schemas (here 5, which the 2-schema data set does not have: named, nothing runs); --json
+    prints one summary object on stdout, the numbers of run.json."""
+    env = {"SLOB_DATA_DIR": str(dataset.data_dir)}
+    results = tmp_path / "r"
+    done = CliRunner().invoke(
+        cli, ["run", "-s", "2", "-t", "2", "--run-time", "2", "--warmup", "0", "--json",
+              "--results-dir", str(results)], env=env, catch_exceptions=False,
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    summary = json.loads(done.stdout)
+    run_json = json.loads(Path(summary["run_json"]).read_text())
+    assert summary["sessions"] == len(run_json["sessions"]) == 4
+    assert run_json["config"]["THREADS_PER_SCHEMA"] == 2
+    assert summary["metrics"] == run_json["metrics"] and summary["status"] == "complete"
+    assert "histogram" not in summary["latency"]["select"] and summary["warnings"]
+    five = CliRunner().invoke(cli, ["run", "5", "--run-time", "2"], env=env)
+    assert five.exit_code == 1 and "SCHEMAS 5 (this run) vs 2 (the data set)" in five.output
+    both = CliRunner().invoke(cli, ["run", "3", "--schemas", "2"], env=env)
+    assert both.exit_code == 2 and "--schemas 2 and 3" in both.output

@@ -37,6 +37,7 @@ from openslob.cli.params import add_options, add_server_options, server_config
 from openslob.config.options import options_for
 from openslob.config.resolve import resolve
 from openslob.model.errors import ConfigError, OpenslobError
+from openslob.report.jsonsummary import render_summary
 from openslob.report.sweepfiles import finish_sweep
 from openslob.report.text import render_text
 from openslob.results.rundir import NotSaved, check_results_place
@@ -81,10 +82,37 @@ results_dir_option = click.option(
 )
 
 
+def _slob_habits(schemas_arg: str | None, s: str | None, t: str | None, flags: dict) -> None:
+    """SLOB's `runit.sh N` (N schemas, a session each) and SLOB 2.5's `runit.sh -s N -t T`
+    (N schemas, T threads each): what they ask, as --schemas / --threads-per-schema."""
+    for value, name, flag in (
+        (schemas_arg, "SCHEMAS", "--schemas"),
+        (s, "SCHEMAS", "--schemas"),
+        (t, "THREADS_PER_SCHEMA", "--threads-per-schema"),
+    ):
+        if value is None:
+            continue
+        if flags.get(name) not in (None, value):
+            raise ConfigError(
+                f"{flag} {flags[name]} and {value} (runit.sh's N, -s or -t) differ: give one"
+            )
+        flags[name] = value
+
+
 @cli.command(context_settings=CONTEXT)
+@click.argument("schemas_arg", required=False, metavar="[N]")
 @add_options("run")
+@click.option("-s", "slob_s", default=None, hidden=True)  # SLOB 2.5 runit.sh -s: schemas
+@click.option("-t", "slob_t", default=None, hidden=True)  # runit.sh -t: threads per schema
 @results_dir_option
 @click.option("--label", default=None, help="Label appended to the run directory name.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON summary object on stdout instead of the report (report.txt and "
+    "run.json are written as always; progress goes to stderr).",
+)
 @click.option(
     "--calibrate",
     is_flag=True,
@@ -141,6 +169,10 @@ def run(
     data_dir: Path | None,
     results_dir: Path,
     label: str | None,
+    as_json: bool,
+    schemas_arg: str | None,
+    slob_s: str | None,
+    slob_t: str | None,
     calibrate: bool,
     calibrate_dir: Path | None,
     progress_interval: float | None,
@@ -156,6 +188,8 @@ def run(
     SCHEMAS, SCALE, SCAN_TABLE_SZ and SEED not given (flag or slob.conf) are the data set's
     (one line says so). With no data set yet, the default one is created first (4 x 64 MiB).
     Defaults: one session per schema, UPDATE_PCT=20, WORK_UNIT=64, WARMUP=5 s, RUN_TIME=300 s.
+    As SLOB's runit.sh: `slob run 4` is --schemas 4 (a session per schema), and SLOB 2.5's
+    `-s 4 -t 2` is --schemas 4 --threads-per-schema 2.
 
     \b
     Examples:
@@ -166,6 +200,7 @@ def run(
       nohup slob run --run-time 2h --progress-interval 60 --label soak > run.log 2>&1 &
       slob run --run-time 2h --metrics-port 9464   # Prometheus scrapes 127.0.0.1:9464
       slob run --run-time 60 --repeat 5 --label noise
+      slob run 4 --run-time 60 --json > summary.json
 
     With --repeat N the run is made N times into RESULTS_DIR/repeat-LABEL (repeat-1/ …,
     resumable by rerunning the command), with summary.csv and the median (min–max) table.
@@ -173,10 +208,16 @@ def run(
     if metrics_address is not None and metrics_port is None:
         raise click.BadOptionUsage("metrics_address", "--metrics-address needs --metrics-port")
     flags = {o.name: params.pop(o.param, None) for o in options_for("run")}
+    _slob_habits(schemas_arg, slob_s, slob_t, flags)
     conf = params.pop("conf", None)
     config = resolve(flags, conf, scope="run")
     target_strings(targets, config)  # a bad combination fails here, before anything else
     if config["REPEAT"] > 1:
+        if as_json:
+            raise ConfigError(
+                "--json prints one run's summary: give it without --repeat (the repeat "
+                "directory's summary.json has every run)"
+            )
         if calibrate:
             raise ConfigError("--calibrate compares one run with fio: give it without --repeat")
         plan = harness.plan_sweep(flags, conf, Path.cwd(), single=True)
@@ -239,8 +280,11 @@ def run(
         finally:
             if err.is_terminal:  # the report starts on a line of its own, not over it
                 err.print("")
-    out.print((run_dir / "report.txt").read_text(), highlight=False, markup=False, end="")
-    out.print(f"results: {run_dir}", highlight=False)
+    if as_json:
+        click.echo(render_summary(result, run_dir), nl=False)
+    else:
+        out.print((run_dir / "report.txt").read_text(), highlight=False, markup=False, end="")
+        out.print(f"results: {run_dir}", highlight=False)
     if result["status"] != "complete":
         err.print(f"run {result['status']}: {result.get('error')}", highlight=False)
         sys.exit(exit_code(result))
