@@ -533,9 +533,11 @@ def test_zero_argument_run_creates_default_data(tmp_path) -> None:
 
 
 def test_protective_warnings_for_a_small_short_run(dataset, tmp_path) -> None:
-    _, result = run(dataset, tmp_path, UPDATE_PCT=0, RUN_TIME=2)
+    _, result = run(dataset, tmp_path, UPDATE_PCT=0, RUN_TIME=2, SESSIONS=1)
     warnings = " | ".join(result["warnings"])
-    assert "less than 10x shared_buffers" in warnings  # 2 x 3000 blocks vs 22 MB cache
+    assert "less than 10x shared_buffers" in warnings  # 3000 blocks vs 22 MB cache
+    # one session reads one schema: the warning says so, not "the data set"
+    assert "the data the sessions read (1 of 2 schemas, 23 MB)" in warnings
     assert "shorter than 5 sampling intervals" in warnings
 
 
