@@ -150,7 +150,7 @@ def _point_table(changes: Sequence[Change]) -> list[str]:
             spread_cell(c.cand, c.digits),
             _signed(c.change_pct),
             interval_cell(c),
-            c.verdict,
+            c.verdict.partition(":")[0],  # its reason once, under the table
         )
         for c in changes
     ]
@@ -166,7 +166,13 @@ def _point_table(changes: Sequence[Change]) -> list[str]:
             ).rstrip()
         )
 
-    return [line(header), *(line(r) for r in rows)]
+    reasons = dict.fromkeys(c.verdict for c in changes if ":" in c.verdict)
+    notes = [
+        w
+        for reason in reasons
+        for w in textwrap.wrap(reason, 100, initial_indent="  ", subsequent_indent="    ")
+    ]
+    return [line(header), *(line(r) for r in rows), *notes]
 
 
 def render_rules(results: Sequence[RuleResult]) -> list[str]:
