@@ -20,6 +20,7 @@ import pytest
 
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model import combine
+from openslob.results.schema import validate_run
 from tests.conftest import invoke, make_base_dir
 
 SCALE = 3000  # rows per schema: small, the point is placement and accounting
@@ -140,6 +141,9 @@ def test_run_over_two_instances_via_services(loaded, tmp_path: Path) -> None:
     (run_dir,) = (tmp_path / "results").iterdir()
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "complete"
+    validate_run(run)  # the instances' blocks follow the shipped schema
+    report = (run_dir / "report.txt").read_text()  # their section, with each one's figures
+    assert "Instances" in report and all(i["target"] in report for i in run["instances"])
     instances = run["instances"]
     assert [i["target"] for i in instances] == ["service=slob1", "service=slob2"]
 
