@@ -607,4 +607,4 @@ def test_slob_habits_and_a_json_summary(dataset, tmp_path) -> None:
     five = CliRunner().invoke(cli, ["run", "5", "--run-time", "2"], env=env)
     assert five.exit_code == 1 and "SCHEMAS 5 (this run) vs 2 (the data set)" in five.output
     both = CliRunner().invoke(cli, ["run", "3", "--schemas", "2"], env=env)
-    assert both.exit_code == 2 and "--schemas 2 and 3" in both.output
+    assert both.exit_code == 2 and "--schemas 2 and N=3 (--schemas) differ" in both.output

@@ -34,7 +34,7 @@ from openslob.cli.app import (
 )
 from openslob.cli.console import RunProgress, point_lines
 from openslob.cli.params import add_options, add_server_options, server_config
-from openslob.config.options import options_for
+from openslob.config.options import OPTIONS_BY_NAME, options_for
 from openslob.config.resolve import resolve
 from openslob.model.errors import ConfigError, OpenslobError
 from openslob.report.jsonsummary import render_summary
@@ -85,18 +85,23 @@ results_dir_option = click.option(
 def _slob_habits(schemas_arg: str | None, s: str | None, t: str | None, flags: dict) -> None:
     """SLOB's `runit.sh N` (N schemas, a session each) and SLOB 2.5's `runit.sh -s N -t T`
     (N schemas, T threads each): what they ask, as --schemas / --threads-per-schema."""
-    for value, name, flag in (
-        (schemas_arg, "SCHEMAS", "--schemas"),
-        (s, "SCHEMAS", "--schemas"),
-        (t, "THREADS_PER_SCHEMA", "--threads-per-schema"),
+    given = {
+        name: f"{OPTIONS_BY_NAME[name].flag} {flags[name]}"
+        for name in ("SCHEMAS", "THREADS_PER_SCHEMA")
+        if flags.get(name) is not None
+    }
+    for value, name, what in (
+        (schemas_arg, "SCHEMAS", f"N={schemas_arg}"),
+        (s, "SCHEMAS", f"-s {s}"),
+        (t, "THREADS_PER_SCHEMA", f"-t {t}"),
     ):
         if value is None:
             continue
         if flags.get(name) not in (None, value):
-            raise ConfigError(
-                f"{flag} {flags[name]} and {value} (runit.sh's N, -s or -t) differ: give one"
-            )
+            flag = OPTIONS_BY_NAME[name].flag
+            raise ConfigError(f"{given[name]} and {what} ({flag}) differ: give one")
         flags[name] = value
+        given.setdefault(name, what)
 
 
 @cli.command(context_settings=CONTEXT)
