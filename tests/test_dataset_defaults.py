@@ -83,6 +83,8 @@ def test_given_values_win_and_a_mismatch_still_stops(small_dataset, slob, tmp_pa
     refused = slob("run", "--scale", "4096", *QUICK, "--results-dir", str(results))
     assert refused.exit_code == 1
     assert "the data set does not match this run" in refused.stderr
+    # the parameter named, with both values (not "rows, seed or layout version")
+    assert "SCALE 4,096 (this run) vs 2,048 (the data set)" in refused.stderr
     assert "run `slob setup`" in refused.stderr and "SCALE=4096" in refused.stderr
     assert not results.exists()  # refused before anything ran
     # slob.conf is given too: its SCALE is checked against the tables, not replaced

@@ -27,6 +27,7 @@ from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model.histogram import Histogram, bucket_index
 from openslob.report.plots import petal_points
 from openslob.results.collect import find_runs
+from openslob.results.schema import validate_run
 from tests.conftest import invoke, make_base_dir, slob_subprocess
 
 TARGETS = {"postgresql": "embedded", "mariadb": "embedded-mariadb"}
@@ -80,6 +81,7 @@ def test_run_measures_the_same_figures(loaded, base: Path, tmp_path: Path) -> No
     (run_dir,) = results.iterdir()
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "complete" and run["engine"]["name"] == engine
+    validate_run(run)  # both engines write what the shipped schema says
     m, seconds = run["metrics"], run["window"]["seconds"]
     ops = sum(s["ops_select"] + s["ops_update"] for s in run["sessions"])
     assert ops > 50 and m["slobops_per_s"] * seconds == pytest.approx(ops, rel=0.01)
@@ -124,6 +126,49 @@ def test_run_measures_the_same_figures(loaded, base: Path, tmp_path: Path) -> No
         m["pio_reads_per_s"] / cal["fio"]["iops"] * 100
     )
     assert f"fio 2 jobs {page // 1024} KiB randread" in report
+
+
+def test_intervals_are_in_step_for_1_2_and_4_sessions(loaded, base: Path, tmp_path: Path) -> None:
+    """Each interval's database counters belong to that interval, whatever the number of
+    sessions (with one, the counters of interval k used to land in row k - 1: twice the
+    reads in the first row, 0 reads and negative commits in the last): per interval, the
+    work each op costs is the window's, commits follow updates, no figure is negative; and
+    the intervals add up to the window."""
+    engine, cwd = loaded
+    results = tmp_path / "results"
+    result = slob(
+        base, cwd, "sweep", "--target", TARGETS[engine], *DATA, "--sessions", "1,2,4",
+        "--update-pct", "20", "--warmup", "0", "--run-time", "3", "--results-dir", str(results),
+        "--label", "steps",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    runs = find_runs([results / "sweep-steps"])
+    assert sorted(len(r.run["sessions"]) for r in runs) == [1, 2, 4]
+    console = " ".join(result.output.split())  # the warnings wrap at 100 columns
+    for ref in runs:  # a sweep prints each point's warnings, as a run's report does
+        assert all(f"! {' '.join(w.split())}" in console for w in ref.run["warnings"])
+    for ref in runs:
+        run, m = ref.run, ref.run["metrics"]
+        with (ref.path / "timeseries.csv").open() as fh:
+            window = [r for r in csv.DictReader(fh) if r["phase"] == "window"]
+        _intervals_add_up_to_the_window(run, window, ref.path)
+        lio_per_op = m["lio_per_s"] / m["slobops_per_s"]
+        for row in window:
+            numbers = {k: float(v) for k, v in row.items() if _is_number(v)}
+            assert all(v >= 0 for v in numbers.values()), (len(run["sessions"]), row)
+            ops = numbers["slobops_per_s"]
+            assert numbers["lio_per_s"] / ops == pytest.approx(lio_per_op, rel=0.2), row
+            assert numbers["commits_per_s"] * float(row["seconds"]) == pytest.approx(
+                numbers["updates_per_s"] * float(row["seconds"]), rel=0.2, abs=3
+            ), row
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _intervals_add_up_to_the_window(

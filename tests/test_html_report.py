@@ -199,10 +199,23 @@ def test_sweep_report_in_a_browser(results: Path, browser: webdriver.Chrome) -> 
     peak = max(r["metrics"]["pio_reads_per_s"] + r["metrics"]["pio_writes_per_s"] for r in runs)
     cards = browser.find_element(By.CSS_SELECTOR, "#summary .cards").text
     assert f"{peak:,.0f} IOPS" in cards and "SLOBop p99" in cards
+    assert (
+        "peak physical i/o" in cards.lower()  # (CSS writes card titles in capitals)
+        and "device" in browser.find_element(By.CSS_SELECTOR, "#summary p.explain").text
+    )  # what the database's IOPS count, beside the device's
     knees = browser.find_elements(By.CSS_SELECTOR, "#summary table.data")[0]
-    assert len(knees.find_elements(By.CSS_SELECTOR, "tbody tr")) == 2  # one per update %
+    rows = knees.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(rows) == 2  # one per update %
+    for row in rows:  # a knee is shown only where the curve bent before its last point
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        knee_at, last = cells[2], cells[5]
+        assert knee_at == "not reached" or int(knee_at) < int(last), cells
     tested = browser.find_element(By.ID, "summary").text
     assert "PostgreSQL" in tested and "shared_buffers" in tested and "Varies between" in tested
+    # what ran, in readable words: the session counts that ran (not SESSIONS=0), the page
+    # size the engine reported (not the PAGE_SIZE option of another engine)
+    assert "Sessions (as run) (SESSIONS) 1, 2" in tested and "PAGE_SIZE" not in tested
+    assert "Page size (page_size_bytes) 8 KiB" in tested
 
     # The awr_info table sorts by value, both ways; n/a never sorts as a number.
     table = browser.find_element(By.CSS_SELECTOR, "#table table.sortable")
@@ -217,8 +230,20 @@ def test_sweep_report_in_a_browser(results: Path, browser: webdriver.Chrome) -> 
     header.click()
     assert column_values(browser, table, "PREADS/s") == sorted(ascending, reverse=True)
 
-    # Hover on a petal point: the tooltip shows its coordinates and which run it is.
+    # Petal points carry their session count, drawn beside them; both axes start at 0.
     index, canvas = chart_box(browser, "Petal: DB read latency")
+    tags = browser.execute_script(
+        "return window.openslobCharts[arguments[0]].data.datasets.map(d => d.data.map(p => "
+        "[p.tag, p.note]))",
+        index,
+    )
+    for curve in tags:
+        assert [t for t, _ in curve] == ["1", "2"], curve
+        assert all(note.startswith(f"{t} session") for t, note in curve)
+    axes = "const c = window.openslobCharts[arguments[0]]; return [c.scales.x.min, c.scales.y.min]"
+    assert browser.execute_script(axes, index) == [0, 0]
+
+    # Hover on a petal point: the tooltip shows its coordinates and which run it is.
     point = browser.execute_script(
         "const c = window.openslobCharts[arguments[0]];"
         "const p = c.getDatasetMeta(0).data[0]; const d = c.data.datasets[0].data[0];"
@@ -275,6 +300,11 @@ def test_run_time_series_zoom_together_and_print(results: Path, browser: webdriv
     page = write_page("report", str(run_dir), "--html", "-o", str(results / "run.html"))
     open_page(browser, page)
     assert_all_drawn(browser, at_least=6)  # 5 time series + histogram + percentiles
+    # one run: its I/O, not a "peak"; and how the database's IOPS and the device's relate
+    cards = browser.find_element(By.CSS_SELECTOR, "#summary .cards").text
+    assert "peak" not in cards.lower() and "database physical i/o" in cards.lower()
+    explain = browser.find_element(By.CSS_SELECTOR, "#summary p.explain").text
+    assert "This run: database" in explain and "device" in explain
 
     # Drag a box over the middle of the IOPS chart: the run's other time series follow.
     index, canvas = chart_box(browser, "I/O per second")
@@ -342,8 +372,11 @@ def test_rate_sweep_states_latency_at_the_target_rates(
 
 def test_comparison_and_awr_pages(results: Path, browser: webdriver.Chrome) -> None:
     page = results / "compare.html"
+    twice = results / "twice"  # the sweep twice: a candidate whose points have 2 runs each
+    for copy in ("a", "b"):
+        shutil.copytree(results / "sweep-html", twice / copy)
     result = invoke(
-        "compare", str(results / "sweep-html"), str(results / "sweep-html"), "--html", str(page),
+        "compare", str(results / "sweep-html"), str(twice), "--html", str(page),
         "--no-plots", cwd=results,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -353,6 +386,22 @@ def test_comparison_and_awr_pages(results: Path, browser: webdriver.Chrome) -> N
     verdicts = {td.text for td in table.find_elements(By.CSS_SELECTOR, "tbody td:last-child")}
     # a sweep compared with itself: nothing is better or worse
     assert verdicts and not verdicts & {"better", "worse", "higher", "lower"}, verdicts
+    # the overlaid petal: each side in colours of its own, named once, and the candidate's
+    # repeated points with their min–max bars
+    index, _ = chart_box(browser, "Base vs candidate")
+    sets = browser.execute_script(
+        "return window.openslobCharts[arguments[0]].data.datasets.map(d => "
+        "[d.label, d.borderColor, d.data.map(p => p.range)])",
+        index,
+    )
+    base = [s for s in sets if s[0].startswith("base: ")]
+    cand = [s for s in sets if s[0].startswith("candidate: ")]
+    assert len(base) == len(cand) == 2 and len(sets) == 4
+    assert not any("base: base" in s[0] or "candidate: cand" in s[0] for s in sets)
+    assert not {s[1] for s in base} & {s[1] for s in cand}
+    assert all(r is None for s in base for r in s[2])  # one run each: no bars
+    assert all(r is not None and len(r) == 4 for s in cand for r in s[2])
+    assert browser.find_element(By.ID, "warnings").text.startswith("Warnings of each side")
 
     # SLOB's awr.txt files named awr.<UPDATE_PCT>.<SESSIONS>.txt place them on a petal curve
     reports = results / "awr-dir"

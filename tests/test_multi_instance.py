@@ -22,6 +22,7 @@ from selenium import webdriver
 from openslob.analysis.figures import value as figure
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model import combine
+from openslob.results.schema import validate_run
 from tests.conftest import invoke, make_base_dir
 from tests.test_html_report import browser, chart_box, open_page  # noqa: F401  (a fixture)
 
@@ -143,6 +144,9 @@ def test_run_over_two_instances_via_services(loaded, tmp_path: Path) -> None:
     (run_dir,) = (tmp_path / "results").iterdir()
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "complete"
+    validate_run(run)  # the instances' blocks follow the shipped schema
+    report = (run_dir / "report.txt").read_text()  # their section, with each one's figures
+    assert "Instances" in report and all(i["target"] in report for i in run["instances"])
     instances = run["instances"]
     assert [i["target"] for i in instances] == ["service=slob1", "service=slob2"]
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from openslob.cli.console import RunProgress
 from openslob.model.combine import over_time
 from openslob.model.histogram import Histogram
 from openslob.runner.progress import ProgressEvery
@@ -57,3 +58,18 @@ def test_progress_every_emits_spans_with_merged_percentiles() -> None:
     sink({**row(3, 1.0, 50, 500, 90.0), "phase": "window"}, {})
     sink.flush()
     assert len(emitted) == 2 and emitted[1]["seconds"] == 1.0
+
+
+def test_progress_line_counts_each_phase_from_its_start_and_fits_the_terminal() -> None:
+    """The window's seconds from the window's barrier (not the warm-up's), the time left of
+    the plan, latencies in us below 10 ms and in ms above, and no line wider than asked."""
+    lines = RunProgress({"warmup": 5.0, "window": 60.0})
+    warm = {**row(1, 5.0, 100, 1000, 85.0), "phase": "warmup", "select_p99_us": 9_999.0}
+    assert lines.line(warm).startswith("warmup    5.0 s of 5, 1:00 left | ")
+    first = {**row(1, 1.0, 100, 1000, 85.0), "select_p99_us": 38_144.0}
+    text = lines.line(first)
+    assert text.startswith("window    1.0 s of 60, 0:59 left | ops/s 100.0")
+    assert "sel p99 38.1 ms" in text and "db read 85.0 us" in text and "38,144" not in text
+    assert len(lines.line(row(2, 1.0, 100, 1000, 85.0), 80)) == 80  # cut, with an ellipsis
+    loops = RunProgress({"warmup": 0.0, "window": None})  # WORK_LOOP: no planned end
+    assert loops.line(row(1, 1.0, 1, 1, 1.0)).startswith("window    1.0 s | ")

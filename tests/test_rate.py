@@ -20,6 +20,7 @@ import pytest
 from openslob.engines.mariadb.server import EmbeddedMariaDB
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model import rate
+from openslob.results.schema import validate_run
 from openslob.runner.intervals import merge_results
 from tests import test_engines
 from tests.conftest import invoke, slob_subprocess
@@ -39,7 +40,9 @@ def _run(loaded, base: Path, results: Path, *args: str) -> tuple[dict[str, Any],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     (run_dir,) = results.iterdir()
-    return json.loads((run_dir / "run.json").read_text()), result
+    run = json.loads((run_dir / "run.json").read_text())
+    validate_run(run)  # a RATE run's figures (saturated: a boolean) follow the schema too
+    return run, result
 
 
 def test_far_below_capacity_the_rate_is_kept(loaded, base: Path, tmp_path: Path) -> None:

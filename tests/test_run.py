@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shutil
@@ -17,8 +18,11 @@ from click.testing import CliRunner
 from openslob.cli import cli
 from openslob.config.resolve import resolve
 from openslob.engines.postgres.server import EmbeddedServer
+from openslob.report.html import run_html
 from openslob.report.text import render_text
+from openslob.results.collect import find_runs
 from openslob.results.rundir import load_run
+from openslob.results.schema import validate_run
 from openslob.runner.execute import run_benchmark
 
 from .conftest import make_base_dir, slob_subprocess
@@ -138,11 +142,66 @@ def test_results_follow_the_contract(dataset, tmp_path) -> None:
         assert heading in report
     rerendered = CliRunner().invoke(cli, ["report", str(run_dir)])
     assert rerendered.exit_code == 0 and rerendered.output == report
+    _every_block_is_shown(run_dir, on_disk, report)
     lines = (run_dir / "timeseries.csv").read_text().splitlines()
     assert lines[0].startswith("time,") and len(lines) >= 3
     header = lines[0].split(",")
     for column in ("device_reads_per_s", "pio_reads_per_s", "select_p99_us", "update_count"):
         assert column in header
+
+
+def _section(text: str, title: str) -> list[str]:
+    """A text report's section: the lines from its title to the next title."""
+    lines = text.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith(title))
+    end = next((k - 1 for k in range(start + 2, len(lines)) if set(lines[k]) == {"~"}), len(lines))
+    return lines[start:end]
+
+
+def _row(lines: list[str], first: str) -> str:
+    return next(line for line in lines if line.split("  ")[0].strip() == first)
+
+
+def _every_block_is_shown(run_dir: Path, run: dict[str, Any], report: str) -> None:
+    """run.json follows its shipped schema, and report.txt, the HTML page and `slob analyze`
+    show every block run.json holds, with its numbers (a renderer reading a key the file
+    does not have shows n/a: the class of defect this catches)."""
+    validate_run(run)  # raises jsonschema.ValidationError, naming the path
+    assert max(len(line) for line in report.splitlines()) <= 100
+    work = _section(report, "Data set and work per SLOBop")
+    for kind in ("select", "update"):
+        figures = run["work_per_op"][kind]
+        row = _row(work, kind).split()
+        assert row[1:4] == [f"{figures['ops']:,}", f"{figures['lio']:,.1f}",
+                            f"{figures['lio_predicted']:,.1f}"], row  # fmt: skip
+    assert "Work per op: n/a" not in report
+    for name, table in run["tables"].items():
+        if name.endswith(".cf1"):
+            assert _row(work, name).split()[1] == f"{table['before']['pages']:,}"
+    horizon = run["horizon"]
+    assert f"at most {horizon['max_age_xids']:,} transactions old" in "\n".join(work)
+    waits = _section(report, "Top wait events")
+    for wait in run["waits"][:10]:
+        assert _row(waits, wait["event"]).split()[-2] == f"{wait['samples']:,}"
+    rows = run["intervals"]["rows"]
+    assert rows and f"Intervals ({len(rows)} in the window" in report
+    ops = [r[run["intervals"]["columns"].index("slobops_per_s")] for r in rows]
+    assert f"{max(ops):,.1f}" in _row(_section(report, "Intervals"), "SLOBops/s")
+    io = _section(report, "pg_stat_io (window deltas)")
+    assert f"{int(run['io'][0]['reads']):,}" in io[3]  # title, header, rule, row
+    for warning in run["warnings"]:
+        assert f"! {warning[:60]}" in report
+    # the HTML page holds the same text report and the analyze table
+    (ref,) = find_runs([run_dir])
+    page = run_html(ref)
+    assert html.escape(render_text(ref.run)) in page and "Work per op: n/a" not in page
+    analyzed = CliRunner().invoke(cli, ["analyze", str(run_dir), "--json"])
+    assert analyzed.exit_code == 0, analyzed.output
+    (row,) = json.loads(analyzed.output)
+    m = run["metrics"]
+    assert row["executes_per_s"] == pytest.approx(m["slobops_per_s"], abs=0.001)
+    assert row["preads_per_s"] == pytest.approx(m["pio_reads_per_s"], abs=0.001)
+    assert row["op_p99_us"] is not None and row["top_wait"].startswith(run["waits"][0]["event"])
 
 
 def test_window_is_exact_and_only_it_is_recorded(dataset, tmp_path) -> None:
@@ -474,9 +533,11 @@ def test_zero_argument_run_creates_default_data(tmp_path) -> None:
 
 
 def test_protective_warnings_for_a_small_short_run(dataset, tmp_path) -> None:
-    _, result = run(dataset, tmp_path, UPDATE_PCT=0, RUN_TIME=2)
+    _, result = run(dataset, tmp_path, UPDATE_PCT=0, RUN_TIME=2, SESSIONS=1)
     warnings = " | ".join(result["warnings"])
-    assert "less than 10x shared_buffers" in warnings  # 2 x 3000 blocks vs 22 MB cache
+    assert "less than 10x shared_buffers" in warnings  # 3000 blocks vs 22 MB cache
+    # one session reads one schema: the warning says so, not "the data set"
+    assert "the data the sessions read (1 of 2 schemas, 23 MB)" in warnings
     assert "shorter than 5 sampling intervals" in warnings
 
 
@@ -524,3 +585,26 @@ def test_page_cache_absorbing_reads_is_called_out(fresh_server, tmp_path) -> Non
     assert metrics["pio_reads_per_s"] > 1000
     assert metrics["device_reads_per_s"] < 0.5 * metrics["pio_reads_per_s"]
     assert any("page cache is serving reads" in w for w in results[-1]["warnings"])
+
+
+def test_slob_habits_and_a_json_summary(dataset, tmp_path) -> None:
+    """SLOB 2.5's `runit.sh -s 2 -t 2` runs 2 schemas x 2 threads; `runit.sh N` is N
+    schemas (here 5, which the 2-schema data set does not have: named, nothing runs); --json
+    prints one summary object on stdout, the numbers of run.json."""
+    env = {"SLOB_DATA_DIR": str(dataset.data_dir)}
+    results = tmp_path / "r"
+    done = CliRunner().invoke(
+        cli, ["run", "-s", "2", "-t", "2", "--run-time", "2", "--warmup", "0", "--json",
+              "--results-dir", str(results)], env=env, catch_exceptions=False,
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    summary = json.loads(done.stdout)
+    run_json = json.loads(Path(summary["run_json"]).read_text())
+    assert summary["sessions"] == len(run_json["sessions"]) == 4
+    assert run_json["config"]["THREADS_PER_SCHEMA"] == 2
+    assert summary["metrics"] == run_json["metrics"] and summary["status"] == "complete"
+    assert "histogram" not in summary["latency"]["select"] and summary["warnings"]
+    five = CliRunner().invoke(cli, ["run", "5", "--run-time", "2"], env=env)
+    assert five.exit_code == 1 and "SCHEMAS 5 (this run) vs 2 (the data set)" in five.output
+    both = CliRunner().invoke(cli, ["run", "3", "--schemas", "2"], env=env)
+    assert both.exit_code == 2 and "--schemas 2 and N=3 (--schemas) differ" in both.output

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -154,10 +155,84 @@ def shown_columns(rows: list[dict[str, Any]]) -> list[Column]:
     return [c for c in COLUMNS if c.key != "repeat" or repeated]
 
 
-def render_table(rows: list[dict[str, Any]], columns: list[Column] = COLUMNS) -> str:
-    """Aligned plain text: text left, numbers right with thousands separators."""
+# The table fits TABLE_WIDTH columns unless asked --wide: columns are kept in this order of
+# priority while the table still fits (then shown in COLUMNS order); a column not named here
+# (a new one) comes after them. CSV and JSON always have every column.
+TABLE_WIDTH = 100
+PRIORITY = (
+    "run",
+    "sweep",
+    "repeat",
+    "n",
+    "sessions",
+    "update_pct",
+    "executes_per_s",
+    "preads_per_s",
+    "op_p99_us",
+    "db_read_us",
+    "pwrites_per_s",
+    "read_mb_per_s",
+    "redo_mb_per_s",
+    "spread",
+    "status",
+    "top_wait",
+)
+GAP = 2  # spaces between columns
+
+
+def _widths(rows: list[dict[str, Any]], columns: list[Column]) -> list[int]:
+    return [max([len(c.header), *(len(c.cell(r.get(c.key))) for r in rows)]) for c in columns]
+
+
+def fit_columns(
+    rows: list[dict[str, Any]],
+    columns: list[Column],
+    width: int = TABLE_WIDTH,
+    keep: tuple[str, ...] = (),
+) -> list[Column]:
+    """The columns that fit `width` (see PRIORITY), in their own order; the first and those
+    in `keep` always."""
+    rank = {key: k for k, key in enumerate(PRIORITY)}
+    if len({str(r.get("sweep")) for r in rows}) == 1:  # one sweep (or none): no column
+        columns = [c for c in columns if c.key != "sweep"]
+    widths = dict(zip((c.key for c in columns), _widths(rows, columns), strict=True))
+    ordered = sorted(columns, key=lambda c: rank.get(c.key, len(rank)))
+    kept = {c.key for c in columns if c.key in keep}
+    used = sum(GAP + widths[key] for key in kept) - GAP
+    for column in ordered:
+        if column.key in keep:
+            continue
+        if kept and used + GAP + widths[column.key] > width:
+            continue
+        kept.add(column.key)
+        used += GAP + widths[column.key]
+    return [c for c in columns if c.key in kept]
+
+
+def left_out_note(shown: list[Column], columns: list[Column]) -> str:
+    """The line under a narrowed table naming what it left out ("" when nothing; SWEEP when
+    every row is of one sweep is not news)."""
+    hidden = [c.header for c in columns if c not in shown and c.key != "sweep"]
+    if not hidden:
+        return ""
+    text = f"({len(hidden)} more columns with --wide, --csv or --json: {', '.join(hidden)})"
+    return "\n".join(textwrap.wrap(text, TABLE_WIDTH, subsequent_indent=" ")) + "\n"
+
+
+def render_table(
+    rows: list[dict[str, Any]],
+    columns: list[Column] = COLUMNS,
+    *,
+    wide: bool = True,
+    keep: tuple[str, ...] = (),
+) -> str:
+    """Aligned plain text: text left, numbers right with thousands separators; not `wide`:
+    the columns that fit TABLE_WIDTH (and `keep`), and a line naming the others."""
+    shown = columns if wide else fit_columns(rows, columns, keep=keep)
+    note = "" if wide else left_out_note(shown, columns)
+    columns = shown
     cells = [[c.cell(row.get(c.key)) for c in columns] for row in rows]
-    widths = [max([len(c.header), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    widths = _widths(rows, columns)
 
     def line(texts: list[str]) -> str:
         return "  ".join(
@@ -167,7 +242,7 @@ def render_table(rows: list[dict[str, Any]], columns: list[Column] = COLUMNS) ->
 
     out = [line([c.header for c in columns]), line(["-" * w for w in widths])]
     out += [line(r) for r in cells]
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + note
 
 
 def render_csv(rows: list[dict[str, Any]], columns: list[Column] = COLUMNS) -> str:

@@ -21,7 +21,10 @@ the sweep point they belong to (a page size, say). Runs of one point are its rep
    repeats but only one measured the figure), "n/a" when a side did not measure
    the figure, "n/a (base 0)" when the base median is 0 (no ratio), "n/a (a base run is
    0)" when the interval's pairwise ratios cannot be formed, SAME when every run of both
-   sides measured exactly 0 (no interval: there is no noise to bound).
+   sides measured exactly 0 (no interval: there is no noise to bound), and INVALID ("no
+   verdict: base 3/3 runs: other I/O shared the device") in place of any of these when runs
+   of a side carry a warning that invalidates the figure (analysis/validity.py).
+4. Each side's warnings (side_warnings) are listed before everything else.
 
 The figures compared by default are the metrics table's rows marked `compared`.
 """
@@ -35,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from openslob.analysis import validity
 from openslob.analysis.figures import (
     SESSIONS_KEY,
     WORKLOAD_OPTIONS,
@@ -53,6 +57,8 @@ NO_REPEATS = "no repeats: cannot separate from noise"
 # Repeats ran, but only one of a side's runs measured the figure (reads of a cached run)
 ONE_MEASURED = "one run measured it: cannot separate from noise"
 SAME = "same: 0 on every run"
+# A figure that runs of a side warned invalid (analysis/validity.py): no verdict on it
+INVALID = "no verdict"
 WORKLOAD_KEYS = frozenset((*WORKLOAD_OPTIONS, SESSIONS_KEY))
 # SLOB's own coordinates of a point, shown when no key varies between the points.
 POINT_KEYS = ("UPDATE_PCT", SESSIONS_KEY)
@@ -249,6 +255,10 @@ class Change:
     ci_high_pct: float | None
     confidence: float | None  # of this interval (exact; may be below the level asked)
     verdict: str
+    # why no verdict is given: runs of a side warned the figure invalid (analysis/validity);
+    # `verdict` then says so, and `numbers_say` keeps what the numbers alone would say
+    invalid: str | None = None
+    numbers_say: str = ""
 
 
 def _pct(ratio: float | None) -> float | None:
@@ -302,6 +312,18 @@ def change(
     elif b and c and b_stats.median:
         ratio = c_stats.median / b_stats.median  # type: ignore[operator]
     interval = ratio_interval(b, c, level) if ratio is not None and not zeros else None
+    invalid = validity.invalid_by(
+        address,
+        [list(r.run.get("warnings") or []) for r in base_refs],
+        [list(r.run.get("warnings") or []) for r in cand_refs],
+    )
+    word = (
+        SAME
+        if zeros
+        else verdict(
+            metric.better, interval, (len(b), len(c)), ratio, (len(base_refs), len(cand_refs))
+        )
+    )
     return Change(
         address,
         metric.label_for(_terms(base_refs)),
@@ -314,11 +336,9 @@ def change(
         _pct(interval.low) if interval else None,
         _pct(interval.high) if interval else None,
         interval.confidence if interval else None,
-        SAME
-        if zeros
-        else verdict(
-            metric.better, interval, (len(b), len(c)), ratio, (len(base_refs), len(cand_refs))
-        ),
+        f"{INVALID}: {invalid}" if invalid else word,
+        invalid,
+        word,
     )
 
 
@@ -365,6 +385,33 @@ class Comparison:
         }
 
 
+@dataclass
+class SideWarning:
+    """One kind of warning of a side: the invalidating reason it matches (analysis/validity),
+    else its text; how many of the side's runs gave it, and the first run's words."""
+
+    kind: str
+    runs: int
+    example: str
+    invalidating: bool
+
+
+def side_warnings(side: Side) -> list[SideWarning]:
+    """Each kind of warning the side's runs gave, invalidating ones first."""
+    found: dict[str, SideWarning] = {}
+    for ref in side.refs:
+        kinds: dict[str, tuple[str, bool]] = {}
+        for text in ref.run.get("warnings") or []:
+            reason = validity.reason_of(text)
+            kinds.setdefault(reason or text, (text, reason is not None))
+        for kind, (text, invalidating) in kinds.items():
+            if kind in found:
+                found[kind].runs += 1
+            else:
+                found[kind] = SideWarning(kind, 1, text, invalidating)
+    return sorted(found.values(), key=lambda w: not w.invalidating)
+
+
 def _side_dict(side: Side) -> dict[str, Any]:
     return {
         "path": str(side.path),
@@ -373,6 +420,7 @@ def _side_dict(side: Side) -> dict[str, Any]:
         "runs": len(side.refs),
         "left_out": side.left_out,
         "problems": side.problems,
+        "warnings": [asdict(w) for w in side_warnings(side)],
     }
 
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openslob.analysis.awrinfo import COLUMNS, Column, analyze_row, render_table
+from openslob.analysis.awrinfo import COLUMNS, TABLE_WIDTH, Column, analyze_row, render_table
 from openslob.analysis.figures import value
 from openslob.analysis.stats import Spread, range_text, spread
 from openslob.model.metrics import METRICS
@@ -166,8 +167,14 @@ def point_row(point: PointRuns, max_cv_pct: float) -> dict[str, str]:
     return cells
 
 
-def render_point_table(points: Sequence[PointRuns], max_cv_pct: float) -> str:
-    """The analyze columns as "median (min–max)" per point, N runs, SPREAD flags."""
+NARROW_FLAGS = 2  # SPREAD flags a narrow point table shows (--wide: all)
+
+
+def render_point_table(
+    points: Sequence[PointRuns], max_cv_pct: float, *, wide: bool = False
+) -> str:
+    """The analyze columns as "median (min–max)" per point, N runs, SPREAD flags; not
+    `wide`: the columns that fit 100 columns (awrinfo.fit_columns)."""
     # the cells are text already; numbers keep their right alignment (digits)
     text_columns = [
         Column(c.key, c.header, c.unit, digits=c.digits, missing=c.missing)
@@ -180,16 +187,24 @@ def render_point_table(points: Sequence[PointRuns], max_cv_pct: float) -> str:
         *text_columns[1:],
         Column("spread", f"SPREAD (CV > {max_cv_pct:g}%)", ""),
     ]
-    table = render_table([point_row(p, max_cv_pct) for p in points], columns)
+    rows = [point_row(p, max_cv_pct) for p in points]
+    if not wide:  # the first flags and how many more: the line stays within the width
+        for row, point in zip(rows, points, strict=True):
+            flags = spread_flags(point, max_cv_pct)
+            if len(flags) > NARROW_FLAGS:
+                row["spread"] = (
+                    ", ".join(flags[:NARROW_FLAGS]) + f" +{len(flags) - NARROW_FLAGS} more"
+                )
+    table = render_table(rows, columns, wide=wide, keep=("spread",))
     flagged = sum(1 for p in points if spread_flags(p, max_cv_pct))
     note = (
         f"median (min–max) over each point's complete runs; CV = standard deviation ÷ mean. "
         f"{flagged} of {len(points)} points have a figure with CV > {max_cv_pct:g}%: "
-        "more repeats or a longer RUN_TIME narrow them.\n"
+        "more repeats or a longer RUN_TIME narrow them."
         if flagged
-        else f"median (min–max) over each point's complete runs; no CV > {max_cv_pct:g}%.\n"
+        else f"median (min–max) over each point's complete runs; no CV > {max_cv_pct:g}%."
     )
-    return table + note
+    return table + "\n".join(textwrap.wrap(note, TABLE_WIDTH)) + "\n"
 
 
 def write_summary(path: Path, points: Sequence[PointRuns]) -> list[Path]:

@@ -63,6 +63,8 @@ class RuleResult:
     rule: Rule
     points: list[Verdict] = field(default_factory=list)
     not_judged: list[str] = field(default_factory=list)  # points without the figure
+    # points whose runs warned the figure invalid (analysis/validity): the gate cannot pass
+    refused: list[str] = field(default_factory=list)
 
     @property
     def holds(self) -> bool:
@@ -79,6 +81,9 @@ def evaluate(rule: Rule, comparison: Comparison) -> RuleResult:
         found = next((c for c in point.changes if c.figure == rule.figure), None)
         if found is None or found.change_pct is None:
             result.not_judged.append(point.shown)
+            continue
+        if found.invalid:  # runs warned the figure invalid: neither pass nor fail on it
+            result.refused.append(f"{point.shown} ({found.invalid})")
             continue
         if found.verdict == SAME:  # 0 on every run: the change is exactly 0, no noise
             result.points.append(Verdict(point.shown, found, _beyond(rule, 0, 0), True))

@@ -114,7 +114,19 @@ oracle_names_option = click.option(
 @click.option(
     "--each-run",
     is_flag=True,
-    help="Repeated points: one line per run instead of per point.",
+    help="Repeated points: one line per run instead of per point (the table).",
+)
+@click.option(
+    "--summary",
+    is_flag=True,
+    help="--csv/--json: one row per point and figure (median, min, max, CV over its runs: "
+    "summary.csv's shape) instead of one row per run.",
+)
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="The table with every column; by default it keeps the columns that fit 100 "
+    "characters and names the others.",
 )
 @oracle_names_option
 @friendly_errors
@@ -133,14 +145,18 @@ def analyze(
     skip_seconds: float,
     max_cv: float,
     each_run: bool,
+    summary: bool,
+    wide: bool,
     oracle_names: Any,
 ) -> None:
     """One line per run with the columns SLOB users know from awr_info.
 
     PATHS are run directories, sweep directories or trees holding them; runs from other
     machines and tool versions are read by their schema_version. Unmeasured figures are n/a.
-    Points run several times (--repeat) get one line each: median (min–max) over their
-    runs, N, and the figures whose CV exceeds --max-cv (CSV/JSON: summary.csv's rows).
+    Points run several times (--repeat) get one line each in the table: median (min–max)
+    over their runs, N, and the figures whose CV exceeds --max-cv (--each-run: a line per
+    run). --csv and --json have one shape each, whatever the input: one row per run (its
+    REPEAT column says which), or with --summary one row per point and figure (summary.csv).
 
     \b
     Examples:
@@ -150,6 +166,7 @@ def analyze(
       slob analyze --timeseries --iops-drop-pct 25 slob-results/20261122T050000Z-soak
       slob analyze --awr ~/SLOB/awr.*.txt
       slob analyze slob-results/sweep-a --max-cv 5
+      slob analyze slob-results/sweep-a --csv --summary > points.csv
     """
     from dataclasses import asdict
 
@@ -198,13 +215,16 @@ def analyze(
             click.echo(an.render_events(rows))
         return
     points = repeats.group_points(refs)
-    if repeats.repeated(points) and not each_run:
+    if summary and (as_csv or as_json):
         if as_csv:
             click.echo(repeats.render_summary_csv(repeats.summary_rows(points)), nl=False)
-        elif as_json:
-            click.echo(repeats.render_summary_json(points), nl=False)
         else:
-            click.echo(repeats.render_point_table(points, max_cv), nl=False)
+            click.echo(repeats.render_summary_json(points), nl=False)
+        return
+    if summary:
+        raise click.UsageError("--summary shapes --csv or --json output: give one of them")
+    if repeats.repeated(points) and not each_run and not (as_csv or as_json):
+        click.echo(repeats.render_point_table(points, max_cv, wide=wide), nl=False)
         return
     rows = an.analyze_rows(refs)
     if as_csv:
@@ -212,7 +232,7 @@ def analyze(
     elif as_json:
         click.echo(an.render_json(rows))
     else:
-        click.echo(an.render_table(rows, an.shown_columns(rows)))
+        click.echo(an.render_table(rows, an.shown_columns(rows), wide=wide))
 
 
 def _find_runs_noting(
@@ -352,9 +372,15 @@ def plot(
     default=None,
     help="HTML file to write (default PATH/report.html).",
 )
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Every column of the wide tables (I/O breakdown, statements); the default fits 100 "
+    "columns.",
+)
 @oracle_names_option
 @friendly_errors
-def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) -> None:
+def report(path: Path, as_html: bool, output: Path | None, wide: bool, oracle_names: Any) -> None:
     """Re-render a run's AWR-like text report from run.json, or an HTML report.
 
     PATH is a run directory (text or HTML), or for HTML a sweep directory, a tree of runs or
@@ -364,6 +390,7 @@ def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) ->
     \b
     Examples:
       slob report slob-results/20261122T050000Z-readonly
+      slob report slob-results/20261122T050000Z-readonly --wide
       slob report slob-results/sweep-ssd --html
     """
     from openslob.results.rundir import REPORT_KEYS, load_run, require_keys
@@ -381,4 +408,4 @@ def report(path: Path, as_html: bool, output: Path | None, oracle_names: Any) ->
         return
     from openslob.report.text import render_text
 
-    click.echo(render_text(load_run(path, REPORT_KEYS)), nl=False)
+    click.echo(render_text(load_run(path, REPORT_KEYS), wide=wide), nl=False)

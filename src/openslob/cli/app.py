@@ -147,7 +147,7 @@ def cli() -> None:
       slob run                 # private PostgreSQL 18, a data set (4 x 64 MiB) if none, 300 s
       slob run --run-time 60   # a quicker look, on the data set that is there
       slob verify              # prove one row per 8 KiB page, shuffled keys, valid indexes
-      slob sweep --sessions 1,2,4 --update-pct 0,20 --run-time 30 --label first
+      slob sweep --sessions 4,8,16 --update-pct 0,20 --run-time 30 --label first
       slob analyze slob-results/sweep-first
     """
 

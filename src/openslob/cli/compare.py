@@ -1,8 +1,10 @@
 """`slob compare BASE CAND`: is the candidate better than the base, beyond noise?
 
 Parses, calls analysis.compare / analysis.rules, prints a renderer's output; the exit code
-is the gate: 1 when a --fail-if rule holds, 2 for bad input (a malformed rule, sides that
-ran different workloads without --force), 0 otherwise.
+is the gate: 1 when a --fail-if rule holds or cannot be judged because runs warned its
+figure invalid (analysis/validity.py), 2 for bad input (a malformed rule, sides that ran
+different workloads without --force), 0 otherwise. Plots are drawn for the text output, or
+where --plots says: --json and --csv write nothing but stdout unless asked.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from openslob.model.metrics import core_keys
     help="Exit 1 when FIGURE changed beyond THRESHOLD beyond noise at some point: "
     "'FIGURE<-N%' or 'FIGURE>+N%' (e.g. 'pio_reads_per_s<-5%', 'select.p99_us>+10%'): "
     "the whole interval of the change lies beyond it (with one run on a side, the change "
-    "itself). Repeatable.",
+    "itself); also exit 1 when runs warned the figure invalid (no verdict). Repeatable.",
 )
 @click.option(
     "--metric",
@@ -60,9 +62,9 @@ from openslob.model.metrics import core_keys
     "--plots",
     "plots_dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("slob-compare"),
-    show_default=True,
-    help="Directory for the overlaid petal plots and the bar chart of the changes.",
+    default=None,
+    help="Directory for the overlaid petal plots and the bar chart of the changes "
+    "[default: slob-compare for the text output; none with --json or --csv].",
 )
 @click.option("--no-plots", is_flag=True, help="Draw no plots.")
 @click.option(
@@ -83,7 +85,7 @@ def compare(
     force: bool,
     as_json: bool,
     as_csv: bool,
-    plots_dir: Path,
+    plots_dir: Path | None,
     no_plots: bool,
     html_file: Path | None,
     oracle_names: Any,
@@ -91,11 +93,14 @@ def compare(
     """Compare two sides point by point: is CAND better than BASE, beyond noise?
 
     BASE and CAND are runs, repeated runs, sweeps or directories of Oracle AWR reports.
-    First every difference of configuration, engine settings, version, host and devices
-    is listed; then per point and figure the base, the candidate (median (min–max) over
-    the repeats), the change of the medians, its interval (Mann–Whitney / Hodges–Lehmann,
-    distribution-free, with its exact confidence) and a verdict: better, worse, within
-    noise, or none with one run on a side ("no repeats: cannot separate from noise").
+    First each side's warnings are listed, then every difference of configuration, engine
+    settings, version, host and devices; then per point and figure the base, the candidate
+    (median (min–max) over the repeats), the change of the medians, its interval
+    (Mann–Whitney / Hodges–Lehmann, distribution-free, with its exact confidence) and a
+    verdict: better, worse, within
+    noise, or none with one run on a side ("no repeats: cannot separate from noise") or
+    when runs of a side warned the figure invalid ("no verdict: base 3/3 runs: other I/O
+    shared the device").
     Points that ran a different workload are refused unless --force.
 
     \b
@@ -128,8 +133,10 @@ def compare(
         click.echo(render.render_csv(comparison), nl=False)
     else:
         click.echo(render.render_text(comparison, results), nl=False)
+    if plots_dir is None and not (as_json or as_csv):
+        plots_dir = Path("slob-compare")
     _write_files(comparison, results, None if no_plots else plots_dir, html_file)
-    if any(r.holds for r in results):
+    if any(r.holds or r.refused for r in results):
         sys.exit(1)
 
 

@@ -32,11 +32,12 @@ from openslob.cli.app import (
     print_config_messages,
     target_option,
 )
+from openslob.cli.console import RunProgress, point_lines
 from openslob.cli.params import add_options, add_server_options, server_config
-from openslob.config.options import options_for
+from openslob.config.options import OPTIONS_BY_NAME, options_for
 from openslob.config.resolve import resolve
 from openslob.model.errors import ConfigError, OpenslobError
-from openslob.model.metrics import METRICS, progress_keys
+from openslob.report.jsonsummary import render_summary
 from openslob.report.sweepfiles import finish_sweep
 from openslob.report.text import render_text
 from openslob.results.rundir import NotSaved, check_results_place
@@ -81,10 +82,42 @@ results_dir_option = click.option(
 )
 
 
+def _slob_habits(schemas_arg: str | None, s: str | None, t: str | None, flags: dict) -> None:
+    """SLOB's `runit.sh N` (N schemas, a session each) and SLOB 2.5's `runit.sh -s N -t T`
+    (N schemas, T threads each): what they ask, as --schemas / --threads-per-schema."""
+    given = {
+        name: f"{OPTIONS_BY_NAME[name].flag} {flags[name]}"
+        for name in ("SCHEMAS", "THREADS_PER_SCHEMA")
+        if flags.get(name) is not None
+    }
+    for value, name, what in (
+        (schemas_arg, "SCHEMAS", f"N={schemas_arg}"),
+        (s, "SCHEMAS", f"-s {s}"),
+        (t, "THREADS_PER_SCHEMA", f"-t {t}"),
+    ):
+        if value is None:
+            continue
+        if flags.get(name) not in (None, value):
+            flag = OPTIONS_BY_NAME[name].flag
+            raise ConfigError(f"{given[name]} and {what} ({flag}) differ: give one")
+        flags[name] = value
+        given.setdefault(name, what)
+
+
 @cli.command(context_settings=CONTEXT)
+@click.argument("schemas_arg", required=False, metavar="[N]")
 @add_options("run")
+@click.option("-s", "slob_s", default=None, hidden=True)  # SLOB 2.5 runit.sh -s: schemas
+@click.option("-t", "slob_t", default=None, hidden=True)  # runit.sh -t: threads per schema
 @results_dir_option
 @click.option("--label", default=None, help="Label appended to the run directory name.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON summary object on stdout instead of the report (report.txt and "
+    "run.json are written as always; progress goes to stderr).",
+)
 @click.option(
     "--calibrate",
     is_flag=True,
@@ -141,6 +174,10 @@ def run(
     data_dir: Path | None,
     results_dir: Path,
     label: str | None,
+    as_json: bool,
+    schemas_arg: str | None,
+    slob_s: str | None,
+    slob_t: str | None,
     calibrate: bool,
     calibrate_dir: Path | None,
     progress_interval: float | None,
@@ -156,6 +193,8 @@ def run(
     SCHEMAS, SCALE, SCAN_TABLE_SZ and SEED not given (flag or slob.conf) are the data set's
     (one line says so). With no data set yet, the default one is created first (4 x 64 MiB).
     Defaults: one session per schema, UPDATE_PCT=20, WORK_UNIT=64, WARMUP=5 s, RUN_TIME=300 s.
+    As SLOB's runit.sh: `slob run 4` is --schemas 4 (a session per schema), and SLOB 2.5's
+    `-s 4 -t 2` is --schemas 4 --threads-per-schema 2.
 
     \b
     Examples:
@@ -166,6 +205,7 @@ def run(
       nohup slob run --run-time 2h --progress-interval 60 --label soak > run.log 2>&1 &
       slob run --run-time 2h --metrics-port 9464   # Prometheus scrapes 127.0.0.1:9464
       slob run --run-time 60 --repeat 5 --label noise
+      slob run 4 --run-time 60 --json > summary.json
 
     With --repeat N the run is made N times into RESULTS_DIR/repeat-LABEL (repeat-1/ …,
     resumable by rerunning the command), with summary.csv and the median (min–max) table.
@@ -173,10 +213,16 @@ def run(
     if metrics_address is not None and metrics_port is None:
         raise click.BadOptionUsage("metrics_address", "--metrics-address needs --metrics-port")
     flags = {o.name: params.pop(o.param, None) for o in options_for("run")}
+    _slob_habits(schemas_arg, slob_s, slob_t, flags)
     conf = params.pop("conf", None)
     config = resolve(flags, conf, scope="run")
     target_strings(targets, config)  # a bad combination fails here, before anything else
     if config["REPEAT"] > 1:
+        if as_json:
+            raise ConfigError(
+                "--json prints one run's summary: give it without --repeat (the repeat "
+                "directory's summary.json has every run)"
+            )
         if calibrate:
             raise ConfigError("--calibrate compares one run with fio: give it without --repeat")
         plan = harness.plan_sweep(flags, conf, Path.cwd(), single=True)
@@ -204,13 +250,19 @@ def run(
             if exporter.url:
                 notice(f"live metrics: {exporter.url}")
 
+        lines = RunProgress.of(config)
+
         def progress(row: dict[str, Any]) -> None:
-            # On a terminal the line is rewritten in place; in a log (nohup, CI) each is a line.
+            # On a terminal the line is rewritten in place, within its width (a wrapped line
+            # would leave fragments); in a log (nohup, CI) each is a line of its own.
+            terminal = err.is_terminal
+            text = lines.line(row, err.width - 1 if terminal else None)
             err.print(
-                progress_line(row),
+                text + (" " * (err.width - 1 - len(text)) if terminal else ""),
                 highlight=False,
                 soft_wrap=True,
-                end="\r" if err.is_terminal else "\n",
+                markup=False,
+                end="\r" if terminal else "\n",
             )
 
         every = progress_interval if progress_interval is not None else 0.0
@@ -230,8 +282,14 @@ def run(
         except NotSaved as exc:  # a full disk: the report is all that is left of the run
             out.print(exc.report, highlight=False, markup=False, end="")
             raise
-    out.print((run_dir / "report.txt").read_text(), highlight=False, markup=False, end="")
-    out.print(f"results: {run_dir}", highlight=False)
+        finally:
+            if err.is_terminal:  # the report starts on a line of its own, not over it
+                err.print("")
+    if as_json:
+        click.echo(render_summary(result, run_dir), nl=False)
+    else:
+        out.print((run_dir / "report.txt").read_text(), highlight=False, markup=False, end="")
+        out.print(f"results: {run_dir}", highlight=False)
     if result["status"] != "complete":
         err.print(f"run {result['status']}: {result.get('error')}", highlight=False)
         sys.exit(exit_code(result))
@@ -252,17 +310,6 @@ def live_metrics(
     )
     with exporter:
         yield [exporter]
-
-
-def progress_line(row: dict[str, Any]) -> str:
-    """One interval of the time series, in the metrics table's live figures (brief names)."""
-
-    def num(key: str) -> str:
-        value = row.get(key)
-        return "n/a" if value is None else f"{value:,.{METRICS[key].digits}f}"
-
-    figures = "  ".join(f"{METRICS[key].brief} {num(key)}" for key in progress_keys())
-    return f"{row['phase']:>6} {row['elapsed_s']:7.1f} s ({row['seconds']:g} s)  {figures}   "
 
 
 @cli.command(context_settings=CONTEXT)
@@ -325,6 +372,20 @@ def sweep(
     _run_plan(plan, path, label, targets, data_dir, plots=plots, kind="sweep")
 
 
+def planned_seconds(plan: harness.SweepPlan, path: Path) -> list[float]:
+    """Warm-up + window of each run not complete yet, in order ([] when a run has no
+    planned length: WORK_LOOP)."""
+    try:
+        entries = json.loads((path / "sweep.json").read_text())["points"]
+    except (OSError, ValueError, KeyError):
+        entries = [{"point": p.name, "status": "planned"} for p, _ in plan.runs()]
+    by_name = {p.name: p.config for p in plan.points}
+    configs = [by_name.get(e.get("point")) for e in entries if e.get("status") != "complete"]
+    if any(c is None or int(c["WORK_LOOP"]) for c in configs):
+        return []
+    return [float(c["WARMUP"]) + float(c["RUN_TIME"]) for c in configs]  # type: ignore[index]
+
+
 def _run_plan(
     plan: harness.SweepPlan,
     path: Path,
@@ -357,14 +418,32 @@ def _run_plan(
         console=err,
         transient=False,
     ) as bar:
-        task = bar.add_task(kind, total=len(runs))
+        # The bar counts the plan's seconds (warm-up + window of each run still to do), so
+        # its ETA holds from the first interval on; WORK_LOOP runs have no length: runs.
+        planned = planned_seconds(plan, path)
+        task = bar.add_task(kind, total=sum(planned) if planned else len(runs))
+        state: dict[str, Any] = {"done": 0.0, "runs": 0, "point": None, "lines": None}
 
         def started(entry: dict[str, Any]) -> None:
+            config = next(p.config for p in plan.points if p.name == entry["point"])
+            state.update(point=entry["name"], lines=RunProgress.of(config))
             bar.update(task, description=f"{entry['name']}")
 
+        def live(row: dict[str, Any]) -> None:  # inside a point: its figures, the bar moves
+            text = state["lines"].brief(row) if state["lines"] else ""
+            bar.update(task, description=f"{state['point']} {text}")
+            if planned:
+                bar.advance(task, float(row["seconds"] or 0.0))
+
         def done(entry: dict[str, Any], result: dict[str, Any] | None) -> None:
-            bar.advance(task)
-            bar.console.print(_point_line(entry, result), highlight=False)
+            if planned:  # the bar at the plan's count: a longer or shorter run evens out
+                state["done"] += planned[state["runs"]]
+                state["runs"] += 1
+                bar.update(task, completed=state["done"])
+            else:
+                bar.advance(task)
+            for line in point_lines(entry, result):
+                bar.console.print(line, highlight=False, markup=False)
 
         outcome = harness.run_sweep(
             plan,
@@ -373,11 +452,13 @@ def _run_plan(
             target=targets,
             data_dir=data_dir,
             notice=lambda msg: bar.console.print(f"[dim]note:[/] {msg}", highlight=False),
+            progress=live,
             point_started=started,
             point_done=done,
             render=render_text,
         )
-        bar.update(task, completed=len(outcome.ran) + len(outcome.skipped))
+        if not outcome.stopped:
+            bar.update(task, completed=bar.tasks[0].total)
     if outcome.skipped:
         what = "point(s)" if plan.repeat == 1 else "run(s)"
         err.print(f"{len(outcome.skipped)} {what} already complete, skipped", highlight=False)
@@ -414,21 +495,6 @@ def _print_point_table(path: Path) -> None:
         end="",
     )
     out.print(f"results: {path}", highlight=False)
-
-
-def _point_line(entry: dict[str, Any], result: dict[str, Any] | None) -> str:
-    metrics = (result or {}).get("metrics") or {}
-
-    def num(key: str) -> str:
-        value = metrics.get(key)
-        return "n/a" if value is None else f"{value:,.0f}"
-
-    status = entry["status"] + (f" ({entry['error']})" if entry.get("error") else "")
-    return (
-        f"{entry['name']:<32} {status:<10} ops/s {num('slobops_per_s'):>8}  "
-        f"reads/s {num('pio_reads_per_s'):>8}  writes/s {num('pio_writes_per_s'):>8}  "
-        f"read {num('db_read_latency_us'):>6} us"
-    )
 
 
 @cli.command(context_settings=CONTEXT)

@@ -22,6 +22,20 @@ def fmt(value: Any, digits: int = 1, unit: str = "") -> str:
     return f"{value}{unit}"
 
 
+# Latencies: microseconds below this, milliseconds from it (a 348,159.0 us figure reads as
+# 348.2 ms); every cell carries its unit, so a column may mix the two.
+MS_FROM_US = 10_000.0
+
+
+def fmt_us(value_us: float | None) -> str:
+    """A latency given in µs: "775.6 us" below 10 ms, "14.8 ms" from 10 ms; n/a if unknown."""
+    if value_us is None:
+        return NA
+    if abs(value_us) < MS_FROM_US:
+        return f"{value_us:,.1f} us"
+    return f"{value_us / 1000:,.1f} ms"
+
+
 def per_op(value: float | None, ops_per_s: float | None) -> float | None:
     if value is None or not ops_per_s:
         return None
@@ -51,7 +65,8 @@ def table(headers: list[str], rows: Iterable[list[Any]], align: str | None = Non
 
 
 def latency_table(blocks: dict[str, Any] | None) -> list[str]:
-    """run.json "latency" (or "latency_intended"): a row per op type, in µs."""
+    """run.json "latency" (or "latency_intended"): a row per op type (us below 10 ms, ms
+    above)."""
     rows = []
     for kind in ("select", "update", "scan"):
         s = (blocks or {}).get(kind)
@@ -60,5 +75,5 @@ def latency_table(blocks: dict[str, Any] | None) -> list[str]:
             continue
         stats = ("mean_us", "p50_us", "p90_us", "p99_us", "p999_us", "max_us")
         name = kind + (" + commit" if kind == "update" else "")
-        rows.append([name, fmt(s["count"]), *(fmt(s[key]) for key in stats)])
+        rows.append([name, fmt(s["count"]), *(fmt_us(s[key]) for key in stats)])
     return table(["op", "count", "mean", "p50", "p90", "p99", "p99.9", "max"], rows)

@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from openslob.analysis.compare import NOT_RECORDED, Change, Comparison, Side
+from openslob.analysis.compare import NOT_RECORDED, Change, Comparison, Side, side_warnings
 from openslob.analysis.rules import RuleResult
 from openslob.analysis.stats import Spread, range_text
 
@@ -73,6 +73,27 @@ def _values(values: Sequence[str]) -> str:
     return ", ".join(v if v else "''" for v in values)  # an empty setting is still a value
 
 
+def warning_lines(comparison: Comparison) -> list[str]:
+    """Each side's warnings, before anything else: a figure a warning invalidates gets no
+    verdict below (analysis/validity.py)."""
+    lines = []
+    for name, side in (("base", comparison.base), ("candidate", comparison.cand)):
+        found = side_warnings(side)
+        if not found:
+            lines.append(f"Warnings of the {name}: none")
+            continue
+        lines.append(f"Warnings of the {name} ({_count(len(side.refs), 'run')}):")
+        for w in found:
+            mark = "!" if w.invalidating else "-"
+            what = f"{w.kind} (no verdicts on it): " if w.invalidating else ""
+            lines += textwrap.wrap(
+                f"{mark} {w.runs}/{len(side.refs)} runs: {what}{w.example}",
+                100,
+                subsequent_indent="    ",
+            )
+    return lines
+
+
 def _differences(comparison: Comparison) -> list[str]:
     shown = [d for d in comparison.differences if NOT_RECORDED not in (*d.base, *d.cand)]
     lines = ["Differences (base → candidate):"]
@@ -129,7 +150,7 @@ def _point_table(changes: Sequence[Change]) -> list[str]:
             spread_cell(c.cand, c.digits),
             _signed(c.change_pct),
             interval_cell(c),
-            c.verdict,
+            c.verdict.partition(":")[0],  # its reason once, under the table
         )
         for c in changes
     ]
@@ -145,7 +166,13 @@ def _point_table(changes: Sequence[Change]) -> list[str]:
             ).rstrip()
         )
 
-    return [line(header), *(line(r) for r in rows)]
+    reasons = dict.fromkeys(c.verdict for c in changes if ":" in c.verdict)
+    notes = [
+        w
+        for reason in reasons
+        for w in textwrap.wrap(reason, 100, initial_indent="  ", subsequent_indent="    ")
+    ]
+    return [line(header), *(line(r) for r in rows), *notes]
 
 
 def render_rules(results: Sequence[RuleResult]) -> list[str]:
@@ -163,6 +190,11 @@ def render_rules(results: Sequence[RuleResult]) -> list[str]:
                     f"  FAIL {result.rule.text}: {v.point}: {_signed(v.change.change_pct)} "
                     f"({basis})"
                 )
+        elif result.refused:
+            lines.append(
+                f"  REFUSED {result.rule.text}: runs warned the figure invalid at "
+                + "; ".join(result.refused)
+            )
         else:
             lines.append(
                 f"  pass {result.rule.text}: not beyond noise at any of {len(result.points)} points"
@@ -180,6 +212,8 @@ def render_text(comparison: Comparison, rules: Sequence[RuleResult] = ()) -> str
         "slob compare",
         _side_line("base", comparison.base),
         _side_line("candidate", comparison.cand),
+        "",
+        *warning_lines(comparison),
         "",
         *_differences(comparison),
         *_pairing(comparison),
@@ -243,6 +277,7 @@ def rules_dict(results: Sequence[RuleResult]) -> list[dict[str, Any]]:
                 for v in r.points
             ],
             "not_judged": r.not_judged,
+            "refused": r.refused,
         }
         for r in results
     ]
@@ -251,5 +286,5 @@ def rules_dict(results: Sequence[RuleResult]) -> list[dict[str, Any]]:
 def render_json(comparison: Comparison, rules: Sequence[RuleResult] = ()) -> str:
     data = comparison.as_dict()
     data["rules"] = rules_dict(rules)
-    data["failed"] = any(r.holds for r in rules)
+    data["failed"] = any(r.holds or r.refused for r in rules)
     return json.dumps(data, indent=2, default=str) + "\n"

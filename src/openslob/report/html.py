@@ -179,8 +179,9 @@ COMPARE_COLUMNS = [
 
 
 def compare_html(comparison: Comparison, rules: Sequence[RuleResult] = ()) -> str:
-    """The verdicts first, every change as a sortable table, the bar chart of the changes
-    and the overlaid petals, the comparison's text (differences, method), then each side."""
+    """Each side's warnings first, the verdicts, every change as a sortable table, the bar
+    chart of the changes and the overlaid petals, the comparison's text (differences,
+    method), then each side."""
     rows = csv_rows(comparison)
     verdicts: dict[str, int] = {}
     for row in rows:
@@ -190,7 +191,12 @@ def compare_html(comparison: Comparison, rules: Sequence[RuleResult] = ()) -> st
         [("Figures compared", f"{len(rows)}", said or "no figure in common")]
     )
     petals = [webcharts.overlay_petal(comparison, x=x) for x in ("iops", "mbps")]
+    warned = "".join(
+        f"<h3>{role}</h3>" + (websummary.warnings(side.refs) or "<p>none</p>")
+        for role, side in (("Base", comparison.base), ("Candidate", comparison.cand))
+    )
     sections = [
+        ("warnings", "Warnings of each side", warned),  # first: they can void verdicts
         ("summary", "Summary", cards),
         (
             "changes",

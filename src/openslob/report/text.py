@@ -1,16 +1,21 @@
 """The AWR-like text report. Reads only a run.json dict: no engine, no database.
 
-Every latency is in microseconds, computed from totals (time ÷ count), never rounded to whole
-milliseconds as AWR does. A figure that was not measured prints as n/a.
+Every latency is computed from totals (time ÷ count), never rounded to whole milliseconds as
+AWR does, and printed with its unit: us below 10 ms, ms from 10 ms (blocks.fmt_us). A figure
+that was not measured prints as n/a. Lines fit WIDTH (100) columns: the wide tables (the I/O
+breakdown, statements) keep their key columns unless rendered wide (`slob report --wide`);
+run.json has them all.
 """
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from openslob.analysis.figures import value as figure_value
 from openslob.model.metrics import DEFAULT_TERMS, label
-from openslob.report.blocks import NA, WIDTH, fmt, latency_table, per_op, section, table
+from openslob.report.blocks import NA, WIDTH, fmt, fmt_us, latency_table, per_op, section, table
+from openslob.report.intervaltext import interval_section
 from openslob.report.rate import rate_section
 
 
@@ -22,8 +27,8 @@ def _header(run: dict[str, Any]) -> list[str]:
     engine, host, window, config = run["engine"], run["host"], run["window"], run["config"]
     sessions = run["sessions"]
     status = run["status"] + (f" ({run['error']})" if run.get("error") else "")
-    lines = [
-        "openslob report".center(WIDTH),
+    head = [
+        "openslob report".center(WIDTH).rstrip(),
         "=" * WIDTH,
         f"Status        : {status}",
         f"Label         : {run.get('label') or '-'}",
@@ -43,6 +48,7 @@ def _header(run: dict[str, Any]) -> list[str]:
         f" SCALE={fmt(config.get('SCALE'))} WORK_LOOP={config.get('WORK_LOOP')}"
         f" SEED={config.get('SEED')}",
     ]
+    lines = [*head[:2], *(w for line in head[2:] for w in _wrap(line, WIDTH, indent=16))]
     extras = []
     if config.get("HOT_SCHEMA_FREQUENCY"):
         extras.append(f"HOT_SCHEMA_FREQUENCY={config['HOT_SCHEMA_FREQUENCY']}")
@@ -84,14 +90,11 @@ def _devices(devices: list[dict[str, Any]]) -> str:
 
 
 def _wrap(text: str, width: int, indent: int) -> list[str]:
-    words, lines, current = text.split(" "), [], ""
-    for word in words:
-        if current and len(current) + 1 + len(word) > width:
-            lines.append(current)
-            current = " " * indent + word
-        else:
-            current = f"{current} {word}" if current else word
-    return [*lines, current]
+    """`text` in lines of at most `width`, the next ones indented; a word longer than a line
+    (a target's URL) is cut."""
+    return textwrap.wrap(text, width, subsequent_indent=" " * indent, break_on_hyphens=False) or [
+        ""
+    ]
 
 
 def _terms(run: dict[str, Any]) -> dict[str, str]:
@@ -149,35 +152,35 @@ def _load_profile(run: dict[str, Any]) -> list[str]:
 
 
 def _latency(run: dict[str, Any]) -> list[str]:
-    lines = section("SLOBop latency (measured inside the loop, microseconds)")
+    lines = section("SLOBop latency (measured inside the loop)")
     lines += latency_table(run["latency"])
     lines.append("Histogram buckets: 1 us below 128 us, then 64 per power of two (<= 0.8 % error).")
     return lines
 
 
-def _io_profile(run: dict[str, Any]) -> list[str]:
+def _io_profile(run: dict[str, Any], wide: bool) -> list[str]:
     m = run["metrics"]
     lines = section("I/O profile: database vs device")
     lines += table(
-        ["", "Reads/s", "Read MB/s", "Read us", "Writes/s", "Write MB/s", "Write us"],
+        ["", "Reads/s", "Read MB/s", "Read lat", "Writes/s", "Write MB/s", "Write lat"],
         [
             [
                 f"Database ({_terms(run)['db_io']})",
                 fmt(m.get("pio_reads_per_s")),
                 fmt(m.get("pio_read_mb_per_s")),
-                fmt(m.get("db_read_latency_us")),
+                fmt_us(m.get("db_read_latency_us")),
                 fmt(m.get("pio_writes_per_s")),
                 fmt(m.get("pio_write_mb_per_s")),
-                fmt(m.get("db_write_latency_us")),
+                fmt_us(m.get("db_write_latency_us")),
             ],
             [
                 "Device (/proc/diskstats)",
                 fmt(m.get("device_reads_per_s")),
                 fmt(m.get("device_read_mb_per_s")),
-                fmt(m.get("device_read_latency_us")),
+                fmt_us(m.get("device_read_latency_us")),
                 fmt(m.get("device_writes_per_s")),
                 fmt(m.get("device_write_mb_per_s")),
-                fmt(m.get("device_write_latency_us")),
+                fmt_us(m.get("device_write_latency_us")),
             ],
         ],
     )
@@ -193,45 +196,46 @@ def _io_profile(run: dict[str, Any]) -> list[str]:
     if io:
         lines.append("")
         lines.append(f"{_terms(run).get('io_breakdown', _terms(run)['db_io'])} (window deltas)")
-        lines += table(
-            [
-                "backend",
-                "object",
-                "context",
-                "reads",
-                "read ms",
-                "writes",
-                "write ms",
-                "extends",
-                "hits",
-                "evictions",
-                "fsyncs",
-            ],
-            [
-                [
-                    r["backend_type"],
-                    r["object"],
-                    r["context"],
-                    fmt(_int(r["reads"])),
-                    fmt(r["read_time"]),
-                    fmt(_int(r["writes"])),
-                    fmt(r["write_time"]),
-                    fmt(_int(r["extends"])),
-                    fmt(_int(r["hits"])),
-                    fmt(_int(r["evictions"])),
-                    fmt(_int(r["fsyncs"])),
-                ]
-                for r in io
-            ],
-            "lll" + "r" * 8,
-        )
+        lines += _io_table(io, wide)
     return lines
+
+
+# The I/O breakdown's columns: (header, row key, is a count); the narrow report keeps the
+# first KEY_IO_COLUMNS (the rest are often n/a or 0 for SLOB's reads: run.json has them).
+IO_COLUMNS = (
+    ("reads", "reads", True),
+    ("read ms", "read_time", False),
+    ("writes", "writes", True),
+    ("write ms", "write_time", False),
+    ("hits", "hits", True),
+    ("evictions", "evictions", True),
+    ("extends", "extends", True),
+    ("fsyncs", "fsyncs", True),
+)
+KEY_IO_COLUMNS = 6
+
+
+def _io_table(io: list[dict[str, Any]], wide: bool) -> list[str]:
+    columns = IO_COLUMNS if wide else IO_COLUMNS[:KEY_IO_COLUMNS]
+    return table(
+        ["backend", "object", "context", *(c[0] for c in columns)],
+        [
+            [
+                r["backend_type"],
+                r["object"],
+                r["context"],
+                *(fmt(_int(r.get(k)) if count else r.get(k)) for _, k, count in columns),
+            ]
+            for r in io
+        ],
+        "lll" + "r" * len(columns),
+    )
 
 
 def _work(run: dict[str, Any]) -> list[str]:
     """Blocks per SLOBop against the layout's prediction, the tables before and after, and
     who held the cleanup horizon: whether the window measured SLOB's data set."""
-    work, tables = run.get("workper_op") or {}, run.get("tables")
+    work, tables = run.get("work_per_op") or {}, run.get("tables")
     horizon, history = run.get("horizon") or {}, run.get("history_length")
     if not (work or tables or horizon or history):
         return []
@@ -374,7 +378,7 @@ def _wal(run: dict[str, Any]) -> list[str]:
                     0,
                 ),
             ],
-            [f"{_log(run)} sync latency (us)", fmt(m.get("wal_sync_latency_us"))],
+            [f"{_log(run)} sync latency", fmt_us(m.get("wal_sync_latency_us"))],
         ],
     )
     return lines
@@ -412,7 +416,11 @@ def _os(run: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _statements(run: dict[str, Any]) -> list[str]:
+# Characters of a statement's text shown: the narrow report stays within WIDTH.
+QUERY_NARROW, QUERY_WIDE = 28, 100
+
+
+def _statements(run: dict[str, Any], wide: bool) -> list[str]:
     source = _terms(run).get("statements")
     if source is None:
         return []  # the engine has no per-statement I/O counters (the notes say so)
@@ -422,21 +430,21 @@ def _statements(run: dict[str, Any]) -> list[str]:
         return [*lines, NA]
     log_mb = f"{_log(run)} MB"
     lines += table(
-        ["op", "calls", "total ms", "us/call", "blks read", "read us/blk", log_mb, "query"],
+        ["op", "calls", "total ms", "per call", "blks read", "read/blk", log_mb, "query"],
         [
             [
                 r.get("slobop") or "-",
                 fmt(_int(r.get("calls"))),
                 fmt(r.get("total_exec_time"), 0),
-                fmt(r["total_exec_time"] * 1000 / r["calls"] if r.get("calls") else None),
+                fmt_us(r["total_exec_time"] * 1000 / r["calls"] if r.get("calls") else None),
                 fmt(_int(r.get("shared_blks_read"))),
-                fmt(
+                fmt_us(
                     r["read_time_ms"] * 1000 / r["shared_blks_read"]
                     if r.get("shared_blks_read") and r.get("read_time_ms")
                     else None
                 ),
                 fmt(None if r.get("wal_bytes") is None else r["wal_bytes"] / 2**20, 2),
-                r["query"][:60].replace("\n", " "),
+                " ".join(r["query"].split())[: QUERY_WIDE if wide else QUERY_NARROW],
             ]
             for r in rows
         ],
@@ -459,8 +467,8 @@ def _sessions(run: dict[str, Any]) -> list[str]:
             "updates",
             "scans",
             "ops/s",
-            "mean us",
-            "p99 us",
+            "mean",
+            "p99",
             "error",
         ],
         [
@@ -472,8 +480,8 @@ def _sessions(run: dict[str, Any]) -> list[str]:
                 fmt(s.get("ops_update")),
                 fmt(s.get("ops_scan")),
                 fmt(s.get("ops_per_s")),
-                fmt(s.get("mean_us")),
-                fmt(s.get("p99_us")),
+                fmt_us(s.get("mean_us")),
+                fmt_us(s.get("p99_us")),
                 s.get("error") or "",
             ]
             for s in shown
@@ -485,10 +493,12 @@ def _sessions(run: dict[str, Any]) -> list[str]:
     window = run.get("window") or {}
     if window.get("calls"):
         step, gap = fmt(run["config"].get("SAMPLE_INTERVAL")), window.get
-        lines.append(
+        lines += _wrap(
             f"CALLs: {window['calls']:,} (one per session per {step} s interval); between a "
             f"session's CALLs: mean {fmt(gap('call_gap_mean_ms'), 2)} ms, max "
-            f"{fmt(gap('call_gap_max_ms'), 2)} ms, {fmt(gap('call_gap_pct'), 3)} % of its time"
+            f"{fmt(gap('call_gap_max_ms'), 2)} ms, {fmt(gap('call_gap_pct'), 3)} % of its time",
+            WIDTH,
+            indent=7,
         )
     return lines
 
@@ -535,26 +545,28 @@ def _warnings(run: dict[str, Any]) -> list[str]:
     if not items and not notes:
         return []
     lines = section("Warnings")
-    lines += [f"! {w}" for w in items] or ["none"]
-    lines += [f"note: {n}" for n in notes]
+    lines += [w for item in items for w in _wrap(f"! {item}", WIDTH, indent=2)] or ["none"]
+    lines += [w for note in notes for w in _wrap(f"note: {note}", WIDTH, indent=6)]
     return lines
 
 
-def render_text(run: dict[str, Any]) -> str:
+def render_text(run: dict[str, Any], wide: bool = False) -> str:
+    """The report; `wide` keeps every column of the wide tables (`slob report --wide`)."""
     parts = [
         _header(run),
         _warnings(run),
         _load_profile(run),
         _instances(run),
         _latency(run),
+        interval_section(run),
         rate_section(run),
         _work(run),
-        _io_profile(run),
+        _io_profile(run, wide),
         _calibration(run),
         _wal(run),
         _waits(run),
         _os(run),
-        _statements(run),
+        _statements(run, wide),
         _sessions(run),
     ]
     return "\n".join(line for part in parts for line in part) + "\n"

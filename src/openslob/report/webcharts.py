@@ -75,15 +75,31 @@ def petal_curves(points: Sequence[PetalPoint]) -> dict[tuple[str, float], list[P
     return {key: sorted(curve, key=lambda p: p.sessions) for key, curve in curves.items()}
 
 
+def _ranges(point: PetalPoint) -> list[float] | None:
+    """[x low, x high, y low, y high] of a repeated point (its min–max bars), else None."""
+    if point.runs < 2 or not point.x_range or not point.y_range:
+        return None
+    return [*point.x_range, *point.y_range]
+
+
 def petal_series(
-    refs: Sequence[RunRef], x: str, latency: str, *, prefix: str = "", dash: bool = False
+    refs: Sequence[RunRef],
+    x: str,
+    latency: str,
+    *,
+    prefix: str = "",
+    dash: bool = False,
+    first_color: int = 0,
 ) -> tuple[list[dict[str, Any]], list[str]]:
+    """One series per curve; each point [x, y, note, session count (drawn beside it),
+    min–max ranges of its repeats or None]; colours from PCT_COLORS[first_color]."""
     points, skipped = petal_points(refs, x, latency)
     series = []
     for number, ((label, pct), curve) in enumerate(petal_curves(points).items()):
         name = f"{prefix}{label} · {pct:g} % update"
-        coords = [[p.x, p.y, _point_note(p)] for p in curve]
-        series.append(_series(name, coords, PCT_COLORS[number % len(PCT_COLORS)], dash=dash))
+        coords = [[p.x, p.y, _point_note(p), str(p.sessions), _ranges(p)] for p in curve]
+        color = PCT_COLORS[(first_color + number) % len(PCT_COLORS)]
+        series.append(_series(name, coords, color, dash=dash))
     return series, skipped
 
 
@@ -101,10 +117,11 @@ def petal(refs: Sequence[RunRef], *, x: str = "iops", latency: str = "db_read") 
 
 
 def overlay_petal(comparison: Comparison, *, x: str = "iops", latency: str = "db_read") -> Spec:
-    """Both sides' petals on one plot: the base solid, the candidate dashed."""
-    base, _ = petal_series(side_refs(comparison.base, "base"), x, latency, prefix="base: ")
+    """Both sides' petals on one plot: the base solid, the candidate dashed and in colours
+    of its own; side_refs names each curve set "base: LABEL" / "candidate: LABEL" once."""
+    base, _ = petal_series(side_refs(comparison.base, "base"), x, latency)
     cand, _ = petal_series(
-        side_refs(comparison.cand, "cand"), x, latency, prefix="candidate: ", dash=True
+        side_refs(comparison.cand, "candidate"), x, latency, dash=True, first_color=len(base)
     )
     return _spec(
         f"Base vs candidate: {LATENCY_LABELS[latency]} vs {X_CHOICES[x][1]}",

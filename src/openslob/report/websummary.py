@@ -69,12 +69,15 @@ def card_row(cards: Sequence[tuple[str, str, str]]) -> str:
 
 
 def peak_cards(refs: Sequence[RunRef]) -> str:
+    """The highest physical I/O and MB/s of the runs ("peak" only among several points),
+    and what they count: the database's own I/O, beside the device's."""
     cards = []
-    for x, what in (("iops", "Peak physical I/O"), ("mbps", "Peak physical MB/s")):
+    for x, what in (("iops", "physical I/O"), ("mbps", "physical MB/s")):
         points, latency = _points(refs, x)
         if not points:
             continue
         peak = max(points, key=lambda p: p.x)
+        what = f"Peak {what}" if len(points) > 1 else f"Database {what}"
         digits = 0 if x == "iops" else 1
         detail = f"at {_where(peak)}; {LATENCY_TITLES[latency]} {peak.y:,.0f} µs"
         p99 = _op_p99(refs, x, peak) if latency != "op_p99" else None
@@ -83,15 +86,40 @@ def peak_cards(refs: Sequence[RunRef]) -> str:
         if peak.runs > 1:
             detail += f"; median of {peak.runs} runs"
         cards.append((what, f"{peak.x:,.{digits}f} {X_UNITS[x]}", detail))
-    return card_row(cards)
+    return card_row(cards) + (_io_explained(refs) if cards else "")
 
 
+def _io_explained(refs: Sequence[RunRef]) -> str:
+    """Why the database's I/O and the device's (the time series' steady level, the report's
+    I/O profile) differ, with this run's two figures when there is one run."""
+    terms = (refs[0].run.get("engine") or {}).get("terms") or {}
+    source = terms.get("db_io", "the database's statistics")
+    text = (
+        f"Physical I/O here is the database's own reads and writes of data pages ({source}): "
+        "what SLOB's work asked of the storage. The device (/proc/diskstats) also counts the "
+        "write-ahead log, checkpoints, read-ahead and any other process on it, so device "
+        "IOPS (the time series, the report's I/O profile) may be higher or lower."
+    )
+    if len(refs) == 1:
+        m = refs[0].run.get("metrics") or {}
+        db = [m.get("pio_reads_per_s"), m.get("pio_writes_per_s")]
+        dev = [m.get("device_reads_per_s"), m.get("device_writes_per_s")]
+        if None not in db and None not in dev:
+            text += (
+                f" This run: database {sum(db):,.0f} IOPS, device {sum(dev):,.0f} IOPS "
+                f"({m['device_reads_per_s']:,.0f} reads/s vs the database's "
+                f"{m['pio_reads_per_s']:,.0f})."
+            )
+    return f'<p class="explain">{html.escape(text)}</p>'
+
+
+NOT_REACHED = "not reached"
 KNEE_COLUMNS = [
     Column("curve", "Curve", ""),
     Column("points", "Points", "", digits=0),
-    Column("knee_sessions", "Knee at", "sessions", digits=0),
-    Column("knee_x", "IOPS at knee", "1/s", digits=0),
-    Column("knee_y", "Latency at knee", "µs", digits=0),
+    Column("knee_sessions", "Knee at", "sessions", digits=0, missing=NOT_REACHED),
+    Column("knee_x", "IOPS at knee", "1/s", digits=0, missing="-"),
+    Column("knee_y", "Latency at knee", "µs", digits=0, missing="-"),
     Column("last_sessions", "Last point", "sessions", digits=0),
     Column("more_x_pct", "IOPS beyond knee", "%", digits=1, missing="-"),
     Column("more_y_pct", "Latency beyond knee", "%", digits=1, missing="-"),
@@ -114,14 +142,14 @@ def knee_rows(refs: Sequence[RunRef]) -> tuple[list[dict[str, Any]], str]:
         if len(curve) < 2:
             continue  # one point has no knee
         best, last = knee(curve), curve[-1]
-        beyond = last is not best
+        beyond = last is not best  # else the curve has not bent yet: no knee to show
         rows.append(
             {
                 "curve": f"{label} · {pct:g} % update",
                 "points": len(curve),
-                "knee_sessions": best.sessions,
-                "knee_x": best.x,
-                "knee_y": best.y,
+                "knee_sessions": best.sessions if beyond else None,
+                "knee_x": best.x if beyond else None,
+                "knee_y": best.y if beyond else None,
                 "last_sessions": last.sessions,
                 "more_x_pct": _change(last.x, best.x) if beyond else None,
                 "more_y_pct": _change(last.y, best.y) if beyond else None,
@@ -137,7 +165,8 @@ def knees(refs: Sequence[RunRef]) -> str:
     explain = (
         f"Knee: the point of most physical I/O per µs of {LATENCY_LABELS[latency]} (throughput ÷ "
         "latency, Kleinrock's power). Beyond it, more sessions buy latency faster than I/O; "
-        "the last two columns say what the curve's last point adds."
+        "the last two columns say what the curve's last point adds. Not reached: the last "
+        "point is the best so far, more sessions may still add I/O at a fair price."
     )
     return (
         "<h3>Knee of each petal curve</h3>"
@@ -255,10 +284,52 @@ def _gib(value: str) -> str:
         return value
 
 
+# What the table calls a parameter: a reader's name, then SLOB's key (what slob.conf says).
+READABLE = {
+    "SCHEMAS": "Schemas",
+    "SCALE": "Rows per schema",
+    "SCAN_TABLE_SZ": "Scan table rows",
+    "SEED": "Seed",
+    "LOAD_PARALLEL_DEGREE": "Load streams",
+    "SESSIONS": "Sessions (as run)",
+    "UPDATE_PCT": "Updates, % of ops",
+    "SCAN_PCT": "Scans, % of selects",
+    "WORK_UNIT": "Rows per op",
+    "REDO_STRESS": "Redo stress",
+    "RUN_TIME": "Run time, s",
+    "WORK_LOOP": "Ops per session",
+    "WARMUP": "Warm-up, s",
+    "RATE": "Target rate, ops/s",
+    "SAMPLE_INTERVAL": "Sampling interval, s",
+    "THREADS_PER_SCHEMA": "Threads per schema",
+    "page_size_bytes": "Page size",
+}
+
+
+def _name(key: str, prefix: str) -> str:
+    short = key.removeprefix(prefix) or key
+    readable = READABLE.get(short)
+    return f"{readable} ({short})" if readable else short
+
+
 def _shown(key: str, value: str) -> str:
     if key.startswith("host.") and key.endswith(("memory_bytes", "size_bytes")):
         return _gib(value)
+    if key == "engine.page_size_bytes" and value.isdigit():
+        return f"{int(value) // 1024} KiB"
     return value
+
+
+def _as_run(ref: RunRef) -> dict[str, str]:
+    """What a run says about how it was made, with what it ran in place of what it was
+    asked: the sessions that ran (SESSIONS=0 means one per schema), and no PAGE_SIZE (an
+    engine option: the page size the engine reported is the Engine's page_size_bytes)."""
+    facts = described(ref.run)
+    sessions = ref.run.get("sessions")
+    if isinstance(sessions, list) and sessions:
+        facts["config.SESSIONS"] = str(len(sessions))
+    facts.pop("config.PAGE_SIZE", None)
+    return facts
 
 
 def _facts(title: str, prefix: str, chosen: Sequence[str], values: dict[str, list[str]]) -> str:
@@ -266,7 +337,7 @@ def _facts(title: str, prefix: str, chosen: Sequence[str], values: dict[str, lis
     if not chosen:
         return ""
     items = "".join(
-        f"<tr><th>{html.escape(k.removeprefix(prefix) or k)}</th>"
+        f"<tr><th>{html.escape(_name(k, prefix))}</th>"
         f"<td>{html.escape(', '.join(_shown(k, v) for v in values[k]))}"
         f"{' <em>(varies)</em>' if len(values[k]) > 1 else ''}</td></tr>"
         for k in chosen
@@ -290,7 +361,7 @@ def _recorded(key: str, described_runs: Sequence[dict[str, str]]) -> list[str]:
 def tested(refs: Sequence[RunRef]) -> str:
     """Every recorded fact about how the runs were made: one value when the runs agree, the
     list when they differ (those keys are also listed under "varies")."""
-    described_runs = [described(ref.run) for ref in refs]
+    described_runs = [_as_run(ref) for ref in refs]
     keys = list(dict.fromkeys(k for d in described_runs for k in d))
     values = {k: _recorded(k, described_runs) for k in keys}
     groups = [

@@ -165,6 +165,7 @@ def _warnings(
         )
     # Each instance caches its own schemas: the totals over instances compare.
     cache = sum(p.cache_bytes(i.settings) for p, i in zip(plugins, instances, strict=True))
+    read = sum(len({o.schema for o in record.sessions_of(k)}) for k in range(len(instances)))
     data_bytes = sum(
         len({o.schema for o in record.sessions_of(k)})
         * plugins[k].table_bytes(i.settings, config["SCALE"])
@@ -174,10 +175,18 @@ def _warnings(
     if pio and cache and data_bytes < CACHE_RATIO * cache:
         share = min(cache / data_bytes * 100, 100) if data_bytes else 100
         name = plugins[0].capabilities.terms.get("cache", "the database cache")
+        # the schemas the sessions read, not the whole data set: 1 session reads 1 schema
+        size = f"{data_bytes / 2**20:,.0f} MB"
+        what = (
+            f"the data set ({size})"
+            if read >= config["SCHEMAS"]
+            else f"the data the sessions read ({read} of {config['SCHEMAS']} schemas, {size})"
+        )
         warnings.append(
-            f"the data set ({data_bytes / 2**20:,.0f} MB) is less than {CACHE_RATIO}x {name} "
+            f"{what} is less than {CACHE_RATIO}x {name} "
             f"({cache / 2**20:,.0f} MB): up to {share:.0f} % of it can be cached, "
-            "so physical reads are understated. Raise SCALE or SCHEMAS."
+            "so physical reads are understated. Raise SCALE, or run at least as many "
+            "sessions as schemas."
         )
     seconds = _window_seconds(record)
     if seconds is not None and seconds < 5 * config["SAMPLE_INTERVAL"]:

@@ -413,6 +413,10 @@ class RunController:
             try:
                 while not self._stopping.is_set():  # stopped: start no further CALL
                     index, until = book.starting(session.id, time.time())
+                    # The intervals before it may close now: with one session nobody else
+                    # starts a later one, and waiting for this CALL's return would read the
+                    # counters one interval late (its work in the previous row).
+                    book.close_ready()
                     conf = loop_conf(
                         self.config,
                         record=name == "window",

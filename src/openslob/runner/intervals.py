@@ -8,7 +8,11 @@ op), so a CALL may end a little after its boundary, by the op in flight.
 
 IntervalBook adds the sessions' results up per interval and says when an interval is
 closed: every session still running has either returned its CALL up to that boundary or
-started a later one (a session whose op outlasted a whole interval skips it). A closed
+started a later one (a session whose op outlasted a whole interval skips it), and some
+session has started a later one (the phase's last interval is closed by the caller, with
+the snapshots that end the phase). The controller asks after each return and after each
+CALL it sends: a single session's interval k closes as its CALL k+1 leaves, not when that
+CALL returns (which read interval k+1's work into row k). A closed
 interval goes to the sampler (runner/sampler.py), which reads the counters at that moment:
 PostgreSQL publishes a CALL's I/O when it ends, so the database counters then hold exactly
 the closed intervals' work, as long as no single op outlasts an interval.

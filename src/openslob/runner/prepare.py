@@ -91,11 +91,41 @@ def ensure_data(
         )
         setup_dataset(engine, target, config, notice, setup_progress, lock)
         return
-    raise SetupError(unusable_tables_message(todo, config))
+    raise SetupError(unusable_tables_message(todo, config, engine.recorded_dataset()))
 
 
-def unusable_tables_message(todo: dict[str, str], config: Config) -> str:
-    """One line: which tables a run cannot use, why, and what repairs them."""
+def parameter_differences(config: Config, recorded: dict[str, int] | None) -> list[str]:
+    """Each data set parameter this run asks other than the data set was set up with, as
+    "SCALE 4,000 (this run) vs 3,000 (the data set)" (fewer schemas, or a scan table a run
+    that does not scan never reads, are no difference)."""
+    if not recorded:
+        return []
+    found = []
+    for name in ("SCHEMAS", "SCALE", "SCAN_TABLE_SZ", "SEED"):
+        asked, there = config[name], recorded.get(name)
+        if there is None or asked == there:
+            continue
+        if name == "SCHEMAS" and asked < there:
+            continue
+        if name == "SCAN_TABLE_SZ" and not config["SCAN_PCT"]:
+            continue
+        found.append(f"{name} {asked:,} (this run) vs {there:,} (the data set)")
+    return found
+
+
+def unusable_tables_message(
+    todo: dict[str, str], config: Config, recorded: dict[str, int] | None = None
+) -> str:
+    """One line: which tables a run cannot use, why (the parameter and both values when
+    the run asks other than the data set's), and what repairs them."""
+    differences = parameter_differences(config, recorded)
+    if differences:
+        return (
+            f"the data set does not match this run: {'; '.join(differences)}; leave those "
+            "out to run on the data set as it is, or run `slob setup` with this run's "
+            f"values (SCHEMAS={config['SCHEMAS']}, SCALE={config['SCALE']}, "
+            f"SCAN_TABLE_SZ={config['SCAN_TABLE_SZ']}, SEED={config['SEED']}) first"
+        )
     shown = "; ".join(f"{name}: {why}" for name, why in list(todo.items())[:3])
     more = f"; {len(todo) - 3} more" if len(todo) > 3 else ""
     if all(why.startswith("bloated") for why in todo.values()):

@@ -2,7 +2,9 @@
  *
  * Charts come as JSON specs written by report/webcharts.py:
  *   {title, x: {label, log, scale: "nines", max}, y: {label, log}, line, note, group,
- *    series: [{label, color, dash, step, width, points: [[x, y, note], ...]}]}
+ *    series: [{label, color, dash, step, width, points: [[x, y, note, tag, ranges], ...]}]}
+ *   (tag: text drawn beside the point, e.g. its session count; ranges: [x0, x1, y0, y1],
+ *   the min–max bars of a point made of repeats)
  *   {title, kind: "bars", bars: [{label, value, verdict, note}]}
  * Hover shows the values in an HTML tooltip (.chart-tip), a legend click toggles a curve,
  * dragging a box zooms (ctrl + wheel too), double-click or "reset zoom" undoes it; the charts
@@ -102,7 +104,8 @@
       grid: { color: "#e5e5e5" },
     };
     if (a.scale === "nines") { out.ticks.stepSize = 1; out.min = 0; out.max = a.max; }
-    if (!a.log && which === "y") out.beginAtZero = true;
+    // both axes from 0 (a petal's x too): a curve's distance from the origin is its size
+    if (!a.log) out.beginAtZero = true;
     return out;
   }
 
@@ -134,7 +137,7 @@
   function xyConfig(spec, box) {
     const datasets = spec.series.map((s) => ({
       label: s.label,
-      data: s.points.map((p) => ({ x: p[0], y: p[1], note: p[2] || "" })),
+      data: s.points.map((p) => ({ x: p[0], y: p[1], note: p[2] || "", tag: p[3] || "", range: p[4] || null })),
       borderColor: s.color,
       backgroundColor: s.color,
       borderDash: s.dash ? [6, 4] : [],
@@ -197,6 +200,36 @@
     };
   }
 
+  // Petal points: the session count beside each point, and the min–max bars of a point
+  // made of repeats (x and y ranges over its runs), in the curve's colour.
+  const tagsPlugin = {
+    id: "openslobTags",
+    afterDatasetsDraw(chart) {
+      const { ctx, scales: { x, y } } = chart;
+      ctx.save();
+      chart.data.datasets.forEach((ds, i) => {
+        if (!chart.isDatasetVisible(i)) return;
+        ctx.strokeStyle = ds.borderColor;
+        ctx.fillStyle = ds.borderColor;
+        ctx.font = "11px sans-serif";
+        ctx.lineWidth = 1;
+        for (const d of ds.data) {
+          if (d.x == null || d.y == null) continue;
+          const px = x.getPixelForValue(d.x), py = y.getPixelForValue(d.y);
+          if (d.range) {
+            const [x0, x1, y0, y1] = d.range;
+            ctx.beginPath();
+            ctx.moveTo(x.getPixelForValue(x0), py); ctx.lineTo(x.getPixelForValue(x1), py);
+            ctx.moveTo(px, y.getPixelForValue(y0)); ctx.lineTo(px, y.getPixelForValue(y1));
+            ctx.stroke();
+          }
+          if (d.tag) ctx.fillText(d.tag, px + 5, py - 5);
+        }
+      });
+      ctx.restore();
+    },
+  };
+
   // Shaded spans of the x axis (degradation episodes), drawn under the curves.
   const bandsPlugin = {
     id: "openslobBands",
@@ -242,7 +275,7 @@
 
   function initCharts() {
     if (typeof Chart === "undefined") return 0;
-    Chart.register(bandsPlugin);
+    Chart.register(bandsPlugin, tagsPlugin);
     const boxes = document.querySelectorAll(".chart");
     boxes.forEach((box) => {
       box._spec = JSON.parse(box.querySelector("script.chart-spec").textContent);
