@@ -115,10 +115,18 @@ def run_text(run: dict[str, Any]) -> str:
     return text.replace(json.dumps(marker), compact, 1) + "\n"
 
 
-def write_run(path: Path, run: dict[str, Any], report: str = "", *, sync: bool = True) -> int:
+def write_run(
+    path: Path,
+    run: dict[str, Any],
+    report: str = "",
+    *,
+    sync: bool = True,
+    cut_short: list[str] | tuple[str, ...] = (),
+) -> int:
     """run.json and report.txt (when given), each written whole or not at all (the time
     series was written as the run went: results/stream.py); the bytes written. Every file
-    is tried; then NotSaved names those that failed."""
+    is tried; then NotSaved names those that failed, and the streamed files that a full disk
+    `cut_short` (StreamFile.lost)."""
     files = {RUN_FILE: run_text(run)}
     if report:
         files["report.txt"] = report
@@ -128,10 +136,12 @@ def write_run(path: Path, run: dict[str, Any], report: str = "", *, sync: bool =
             write_atomic(path / name, text, sync=sync)
         except OSError as exc:
             failed.append(f"{name} ({exc.strerror or exc})")
-    if failed:
+    if failed or cut_short:
+        what = [f"{', '.join(failed)} not written"] if failed else []
+        what += [f"{', '.join(cut_short)} cut short"] if cut_short else []
         raise NotSaved(
             f"the run finished, but not all of its results were saved in {path}: "
-            f"{', '.join(failed)} not written; the report is printed above",
+            f"{'; '.join(what)}; the report is printed above",
             report,
         )
     return sum(len(text.encode()) for text in files.values())
