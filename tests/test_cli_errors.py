@@ -165,6 +165,10 @@ def test_bad_paths_and_labels_are_one_line(tmp_path: Path, cwd: Path) -> None:
         (["run", "--results-dir", under_file], "--results-dir"),
         (["run", "--label", long_label], "--label is 300 bytes"),
         (["sweep", "--sessions", "1,2", "--label", long_label], "--label is 300 bytes"),
+        # bytes that are no UTF-8 reach Python as surrogates (surrogateescape)
+        (["run", "--label", "caf\udce9"], "is not UTF-8 text"),
+        (["run", "--repeat", "2", "--label", "caf\udce9"], "is not UTF-8 text"),
+        (["sweep", "--sessions", "1,2", "--label", "caf\udce9"], "is not UTF-8 text"),
         (["sweep", "--sessions", "1,2", "--results-dir", under_file], "--results-dir"),
         (["sweep", "--sessions", "1,2", "--sweep-dir", under_file], "--sweep-dir"),
         (["run", "--conf", "/bin/sh"], "not a text file"),

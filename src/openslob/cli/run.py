@@ -39,7 +39,7 @@ from openslob.model.errors import ConfigError, OpenslobError
 from openslob.model.metrics import METRICS, progress_keys
 from openslob.report.sweepfiles import finish_sweep
 from openslob.report.text import render_text
-from openslob.results.rundir import NotSaved, check_results_place
+from openslob.results.rundir import NotSaved, check_results_place, path_name
 from openslob.runner import dataset
 from openslob.runner import sweep as harness
 from openslob.runner.execute import run_benchmark
@@ -180,7 +180,7 @@ def run(
         if calibrate:
             raise ConfigError("--calibrate compares one run with fio: give it without --repeat")
         plan = harness.plan_sweep(flags, conf, Path.cwd(), single=True)
-        path = results_dir / f"repeat-{label or 'default'}"
+        path = results_dir / f"repeat-{path_name(label, 'default')}"
         check_results_place(path, label)
         print_config_messages(config)
         _run_plan(plan, path, label, targets, data_dir, plots=True, kind="repeated run")

@@ -27,9 +27,17 @@ SCHEMA_VERSION = 2
 RUN_FILE = "run.json"
 
 
+def path_name(label: str | None, default: str = "") -> str:
+    """The one way a label becomes part of a file name (run, repeat and sweep directories):
+    letters, digits, '.', '_' and '-' only, no leading dot, so no label names a directory
+    outside --results-dir or a hidden one (`x/../../escaped` -> `x-..-..-escaped`)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", label or "").strip("-.")
+    return safe or default
+
+
 def run_directory(parent: Path, label: str | None) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-") if label else ""
+    safe = path_name(label)
     path = parent / (f"{stamp}-{safe}" if safe else stamp)
     suffix = 1
     while path.exists():
@@ -46,6 +54,12 @@ MAX_LABEL_BYTES = 200
 def check_results_place(parent: Path, label: str | None, option: str = "--results-dir") -> None:
     """Refuse (exit 2), before anything runs, a label too long to name a directory and a
     results directory that cannot be created or written: not after the run."""
+    try:
+        (label or "").encode()
+    except UnicodeEncodeError as exc:  # bytes that are no UTF-8 (a shell's, a file name's)
+        raise ConfigError(
+            f"--label {label!r} is not UTF-8 text (byte {exc.start + 1}); use UTF-8 text"
+        ) from None
     if label and len(label.encode()) > MAX_LABEL_BYTES:
         raise ConfigError(
             f"--label is {len(label.encode())} bytes long; at most {MAX_LABEL_BYTES} "

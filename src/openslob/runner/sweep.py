@@ -37,7 +37,7 @@ from openslob.engines import registry
 from openslob.model.errors import ConfigError, Terminated
 from openslob.model.plan import session_schemas
 from openslob.results.collect import SWEEP_FILE
-from openslob.results.rundir import write_atomic
+from openslob.results.rundir import path_name, write_atomic
 from openslob.runner import ratesweep
 from openslob.runner.execute import Render, execute
 from openslob.runner.prepare import Notice, Prepared, prepare, restore_layout
@@ -196,7 +196,7 @@ def _combinations(axes: list[tuple[str, list[Any]]]) -> list[dict[str, Any]]:
 
 
 def sweep_directory(results_dir: Path, label: str | None) -> Path:
-    return results_dir / f"sweep-{label or 'default'}"
+    return results_dir / f"sweep-{path_name(label, 'default')}"
 
 
 def _now() -> str:
