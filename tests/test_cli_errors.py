@@ -101,6 +101,28 @@ def test_bad_targets_are_one_line_without_the_password(command, cwd: Path) -> No
         line = assert_one_line(result)
         assert "--target" in line or "connect" in line or "database error" in line, line
     assert "did you mean embedded?" in slob(cwd, *command, "--target", "embeded").stderr
+    # libpq would only say so when connecting (exit 1): bad input, before anything
+    mode = assert_one_line(slob(cwd, *command, "--target", BAD_TARGETS[5]), codes=(2,))
+    assert "sslmode=sometimes is not one of disable, allow" in mode, mode
+
+
+def test_hostile_numbers_and_places_are_exit_2(cwd: Path) -> None:
+    from openslob.config.option import parse_value
+    from openslob.config.options import OPTIONS_BY_NAME
+
+    assert parse_value(OPTIONS_BY_NAME["RATE"], "1e7") == 10_000_000  # an exponent is a number
+    cases = [
+        (["run", "--rate", "1e8"], "RATE=1e8 is out of range (allowed: 0–10000000)"),
+        (["run", "--rate", "1e999"], "RATE=1e999 is not a number"),
+        (["compare", str(GOOD_RUN), str(GOOD_RUN), "--confidence", "nan"], "'nan' is not a"),
+        (["analyze", str(GOOD_RUN), "--max-cv", "inf"], "'inf' is not a finite number"),
+        (["run", "--results-dir", "/proc", "--run-time", "1"], "--results-dir /proc: cannot"),
+        (["sweep", "--sessions", "1,2", "--results-dir", "/proc"], "--results-dir /proc"),
+    ]
+    for args, expected in cases:
+        line = assert_one_line(slob(cwd, *args), codes=(2,))
+        assert expected in line, (args, line)
+    assert not (cwd / "data").exists()  # refused before a server was made
 
 
 # ---------------------------------------------------------------------------- bad paths

@@ -32,7 +32,7 @@ from openslob.cli.app import (
     print_config_messages,
     target_option,
 )
-from openslob.cli.params import add_options, add_server_options, server_config
+from openslob.cli.params import FloatRange, add_options, add_server_options, server_config
 from openslob.config.options import options_for
 from openslob.config.resolve import resolve
 from openslob.model.errors import ConfigError, OpenslobError
@@ -100,7 +100,7 @@ results_dir_option = click.option(
 )
 @click.option(
     "--progress-interval",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
     help="A progress line per this many seconds (figures over that span: rates averaged, "
@@ -438,7 +438,7 @@ def _point_line(entry: dict[str, Any], result: dict[str, Any] | None) -> str:
     help="fio jobs (one per database session you want to compare with).",
 )
 @click.option(
-    "--run-time", type=click.FloatRange(1, 86400), default=30, show_default=True, help="Seconds."
+    "--run-time", type=FloatRange(1, 86400), default=30, show_default=True, help="Seconds."
 )
 @click.option("--size", default="1G", show_default=True, help="Size of fio's file.")
 @click.option(

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import secrets
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -72,6 +73,12 @@ def check_results_place(parent: Path, label: str | None, option: str = "--result
         raise ConfigError(f"{option} {parent}: {existing} is not a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(f"{option} {parent}: {existing} is not writable")
+    try:  # root passes access() everywhere: /proc, /sys and read-only mounts say no here
+        os.rmdir(tempfile.mkdtemp(prefix=".slob-probe-", dir=existing))
+    except OSError as exc:
+        raise ConfigError(
+            f"{option} {parent}: cannot create a directory in {existing} ({exc.strerror})"
+        ) from None
 
 
 class NotSaved(OpenslobError):
