@@ -367,3 +367,16 @@ def test_usage_errors_are_one_line_and_help_stays_help(cwd: Path) -> None:
     alone = slob(cwd)  # a group without a command shows its help, as before
     assert "Quick start" in alone.output and "slob: error" not in alone.output
     assert slob(cwd, "run", "--help").exit_code == 0
+
+
+def test_sweep_prints_slob_conf_warnings_like_run(tmp_path: Path, cwd: Path) -> None:
+    """A mistyped key in slob.conf is named by `slob sweep` as by `slob run` (here both then
+    stop at a data directory under a file, before anything runs)."""
+    conf = tmp_path / "slob.conf"
+    conf.write_text("SCALEE=100\n")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for command in (["run", "--run-time", "1"], ["sweep", "--sessions", "1,2"]):
+        result = slob(cwd, *command, "--conf", str(conf), data_dir=a_file / "data")
+        assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+        assert "warning: " in result.stderr and "unknown parameter SCALEE" in result.stderr

@@ -322,6 +322,7 @@ def sweep(
         target_strings(targets, point.config)
     path = sweep_dir or harness.sweep_directory(results_dir, label)
     check_results_place(path, label, "--sweep-dir" if sweep_dir else "--results-dir")
+    print_config_messages(plan.points[0].config)  # slob.conf's: the same for every point
     _run_plan(plan, path, label, targets, data_dir, plots=plots, kind="sweep")
 
 
