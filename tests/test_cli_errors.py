@@ -14,6 +14,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -380,3 +381,49 @@ def test_sweep_prints_slob_conf_warnings_like_run(tmp_path: Path, cwd: Path) -> 
         result = slob(cwd, *command, "--conf", str(conf), data_dir=a_file / "data")
         assert result.exit_code == 1 and "Traceback" not in result.output, result.output
         assert "warning: " in result.stderr and "unknown parameter SCALEE" in result.stderr
+
+
+def _edited_run(root: Path, name: str, **changes: Any) -> Path:
+    """A copy of a complete recorded run with top-level or config fields replaced."""
+    run = json.loads((RUNS / "20261122T053536Z-ro1" / "run.json").read_text())
+    for key, value in changes.items():
+        if key.startswith("config_"):
+            run["config"][key.removeprefix("config_")] = value
+        else:
+            run[key] = value
+    path = root / name
+    path.mkdir(parents=True)
+    (path / "run.json").write_text(json.dumps(run))
+    return path
+
+
+def test_runs_of_the_wrong_shape_are_named_not_compared(tmp_path: Path, cwd: Path) -> None:
+    """Wrong-typed fields are one line naming the file and the field in every reader; a
+    file that is no run, or a target-rate run beside a closed-loop one, is not compared."""
+    good = RUNS / "20261122T053536Z-ro1"
+    for name, changes in {
+        "window-list": {"window": [1]},
+        "metrics-text": {"metrics": {"pio_reads_per_s": "oops"}},
+        "sessions-int": {"sessions": 5},
+        "config-text": {"config_SESSIONS": "x"},
+    }.items():
+        run = _edited_run(tmp_path, name, **changes)
+        field = name.split("-")[0]
+        for command in (
+            ["report", str(run)],
+            ["report", "--html", str(run), "-o", str(tmp_path / "r.html")],
+            ["plot", str(run), "-o", str(tmp_path / "plots")],
+            ["analyze", str(run)],
+            ["compare", str(run), str(good), "--no-plots"],
+        ):
+            line = assert_one_line(slob(cwd, *command))
+            assert "a damaged run.json (" in line and field in line, (command, line)
+            assert str(run) in line, (command, line)
+    not_a_run = tmp_path / "not-a-run"
+    not_a_run.mkdir()
+    (not_a_run / "run.json").write_text(json.dumps({"schema_version": 2}))
+    line = assert_one_line(slob(cwd, "compare", str(not_a_run), str(good), "--no-plots"))
+    assert "no complete run to compare" in line
+    rate = _edited_run(tmp_path, "rate", config_RATE=100.0)
+    line = assert_one_line(slob(cwd, "compare", str(good), str(rate), "--no-plots"), codes=(2,))
+    assert "different workloads (RATE 0 vs 100" in line

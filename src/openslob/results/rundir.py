@@ -23,6 +23,7 @@ from typing import Any, BinaryIO
 
 from openslob.engines import registry
 from openslob.model.errors import ConfigError, OpenslobError
+from openslob.results.shape import check_shape
 
 SCHEMA_VERSION = 2
 RUN_FILE = "run.json"
@@ -188,6 +189,7 @@ def load_run(path: Path, require: tuple[str, ...] = ()) -> dict[str, Any]:
             f"{file}: schema_version {version!r} is newer than this tool "
             f"understands ({SCHEMA_VERSION}); upgrade openslob"
         )
+    check_shape(run, file)
     require_keys(run, require, file)
     return with_engine_words(run)
 
