@@ -427,3 +427,39 @@ def test_runs_of_the_wrong_shape_are_named_not_compared(tmp_path: Path, cwd: Pat
     rate = _edited_run(tmp_path, "rate", config_RATE=100.0)
     line = assert_one_line(slob(cwd, "compare", str(good), str(rate), "--no-plots"), codes=(2,))
     assert "different workloads (RATE 0 vs 100" in line
+
+
+def test_a_password_on_the_command_line_leaves_ps_at_once(cwd: Path) -> None:
+    """`ps` (/proc/PID/cmdline, readable by every user) shows no --target password while the
+    command runs (here: waiting on a server that never answers); the command itself still
+    sees the arguments as given (a label the redaction would shorten is still too long)."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        target = f"postgresql://openslob:{SECRET}@127.0.0.1:{silent.getsockname()[1]}/slob"
+        proc = slob_subprocess("verify", "--target", target, data_dir=cwd / "data", cwd=cwd)
+        try:
+            deadline = time.monotonic() + 10
+            cmdline = b""
+            while time.monotonic() < deadline and proc.poll() is None:
+                cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+                if SECRET.encode() not in cmdline:
+                    break
+                time.sleep(0.02)
+            assert proc.poll() is None and SECRET.encode() not in cmdline, cmdline
+            assert b"postgresql://openslob@127.0.0.1" in cmdline  # the rest as given
+            time.sleep(0.5)
+            assert SECRET.encode() not in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        finally:
+            proc.kill()
+            proc.communicate()
+    label = "password=" + "x" * 300
+    done = subprocess.run(
+        [sys.executable, "-m", "openslob", "run", "--label", label],
+        capture_output=True, text=True, cwd=cwd, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "--label is 309 bytes" in done.stderr, done.stderr
