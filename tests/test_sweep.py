@@ -117,12 +117,30 @@ def test_sweep_runs_every_point_and_resumes(
         assert int(row["sessions"]) == len(ref.run["sessions"])
     for suffix in ("png", "svg"):
         assert (path / "plots" / f"petal_iops.{suffix}").stat().st_size > 1000
-    # the same command again: nothing to run
-    before = {p.name: p.stat().st_mtime for p in path.glob("*/run.json")}
+    # the same command again: nothing to run but the point whose run.json was damaged
+    lost = path / sweep["points"][1]["run_dir"] / "run.json"
+    lost.write_text(lost.read_text()[:100])
+    before = {p.parent.name: p.stat().st_mtime for p in path.glob("*/run.json") if p != lost}
     again = CliRunner().invoke(cli, _sweep_args(results, label), env=env, catch_exceptions=False)
     assert again.exit_code == 0, again.output
-    assert "4 point(s) already complete" in again.output
-    assert {p.name: p.stat().st_mtime for p in path.glob("*/run.json")} == before
+    assert "3 point(s) already complete" in again.output
+    assert "its run.json is missing or damaged: running it again" in again.output
+    assert json.loads(lost.read_text())["status"] == "complete"
+    after = {p.parent.name: p.stat().st_mtime for p in path.glob("*/run.json") if p != lost}
+    assert after == before
+    # a sweep.json edited to point outside the sweep, or not JSON: one line naming it
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    good = (path / "sweep.json").read_text()
+    outside = good.replace('"run_dir": "update_pct-0_sessions-1"', '"run_dir": "../../victim"')
+    for damaged, why in ((outside, "run_dir"), (good[:200], "not readable")):
+        (path / "sweep.json").write_text(damaged)
+        refused = CliRunner().invoke(cli, _sweep_args(results, label), env=env)
+        assert refused.exit_code == 1 and "Traceback" not in refused.output, refused.output
+        assert f"{path / 'sweep.json'}: a damaged sweep.json (" in refused.output
+        assert why in refused.output
+    assert victim.exists()
+    (path / "sweep.json").write_text(good)
     # a different plan under the same label is refused
     other = CliRunner().invoke(cli, [*_sweep_args(results, label), "--work-unit", "16"], env=env)
     assert other.exit_code == 2 and "different plan" in other.output
