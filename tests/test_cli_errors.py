@@ -9,6 +9,7 @@ MariaDB started by this module.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import time
@@ -324,6 +325,25 @@ def test_kill_9_during_setup_then_run_and_setup(server: EmbeddedServer, cwd: Pat
     again = slob(cwd, "setup", *data, data_dir=server.data_dir)
     assert again.exit_code == 0, again.output
     assert "reloaded: half loaded (an interrupted setup)" in again.output
+
+
+def test_a_server_killed_mid_setup_is_one_line_about_the_server(
+    fresh_server: EmbeddedServer, cwd: Path
+) -> None:
+    """The postmaster SIGKILLed while setup loads: the cancel that follows cannot reach it,
+    and the error says what happened (the server ended the session), not "PQcancel() …"."""
+    pid = fresh_server.start().pid
+    assert pid
+    data = ["--schemas", "2", "--scale", "6000", "--scan-table-sz", "16", "--seed", "37"]
+    setup = slob_subprocess("setup", *data, data_dir=fresh_server.data_dir, cwd=cwd)
+    try:
+        _wait_for_loading(fresh_server)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        _, stderr = setup.communicate(timeout=60)
+    assert setup.returncode == 1 and "Traceback" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("slob: error: ")]
+    assert len(lines) == 1 and "PQcancel" not in lines[0], stderr
 
 
 def test_two_setups_at_once_end_in_one_line_and_a_valid_data_set(
