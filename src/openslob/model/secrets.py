@@ -67,14 +67,20 @@ def hide_passwords_from_ps() -> None:
     _argv_checked = True
     given = os.environ.pop(ARGV_ENV, None)
     if given is not None:
-        sys.argv[1:] = json.loads(given)
+        saved = json.loads(given)
+        sys.argv[1:] = saved["argv"]
+        os.environ.pop("PYTHONPATH", None)  # children get the caller's, not ours
+        if saved["pythonpath"] is not None:
+            os.environ["PYTHONPATH"] = saved["pythonpath"]
         return
     args = sys.argv[1:]
     shown = [redact(arg) for arg in args]
     if shown == args:
         return
-    env = {**os.environ, ARGV_ENV: json.dumps(args)}
+    saved = {"argv": args, "pythonpath": os.environ.get("PYTHONPATH")}
+    # The same imports as now (-P: not the working directory's, unless they came from it)
+    env = {**os.environ, ARGV_ENV: json.dumps(saved), "PYTHONPATH": os.pathsep.join(sys.path)}
     sys.stdout.flush()
     sys.stderr.flush()
     with contextlib.suppress(OSError):  # cannot exec: run on as we are
-        os.execve(sys.executable, [sys.executable, "-m", "openslob", *shown], env)
+        os.execve(sys.executable, [sys.executable, "-P", "-m", "openslob", *shown], env)
