@@ -395,3 +395,18 @@ def test_a_huge_oracle_report_is_shown_in_part(tmp_path: Path) -> None:
     text = html._report_text(RunRef(big, {}, oracle=object()))  # type: ignore[arg-type]
     assert len(text) < html.MAX_EMBEDDED_REPORT_BYTES + 1000
     assert text.endswith(f"shown; the whole report: {big}]\n")
+
+
+def test_every_string_reaches_the_page_through_report_escape() -> None:
+    """One escaping path (report/escape.py): no module of the report escapes on its own or
+    puts JSON into the page otherwise."""
+    import openslob.report
+
+    root = Path(openslob.report.__file__).parent
+    for module in root.glob("*.py"):
+        if module.name == "escape.py":
+            continue
+        text = module.read_text()
+        assert "html.escape(" not in text and "import html\n" not in text, module.name
+        if module.name == "html.py" or module.name.startswith("web"):  # the page's makers
+            assert "json.dumps(" not in text, module.name
