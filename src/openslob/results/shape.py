@@ -80,8 +80,8 @@ def _first_problem(run: dict[str, Any]) -> str | None:
         option = OPTIONS_BY_NAME.get(key)
         if option is not None and value is not None and not _is(value, _CONFIG_KINDS[option.kind]):
             return f"config.{key} is {_name(value)}"
-    for key, value in (run.get("metrics") or {}).items():
-        if value is not None and not _is(value, _NUMBER):
+    for key, value in (run.get("metrics") or {}).items():  # numbers, flags (saturated)
+        if value is not None and not _is(value, (*_NUMBER, bool)):
             return f"metrics.{key} is {_name(value)}"
     for key in WINDOW_NUMBERS:
         value = (run.get("window") or {}).get(key)
