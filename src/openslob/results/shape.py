@@ -19,7 +19,6 @@ _NONE = type(None)
 # null is allowed wherever a run may have measured nothing (io, statements, intervals, ...)
 TOP_LEVEL: dict[str, tuple[type, ...]] = {
     "schema_version": (int,),
-    "tool": (dict, _NONE),
     "label": (str, _NONE),
     "status": (str, _NONE),
     "error": (str, _NONE),
