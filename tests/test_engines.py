@@ -400,6 +400,7 @@ def test_one_run_per_data_set_at_a_time(loaded, base: Path, tmp_path: Path) -> N
     engine, cwd = loaded
     proc = _start_run(engine, base, cwd, tmp_path / "results", seconds=30)
     engine_args = ["--engine", "mariadb", "--page-size", "16k"] if engine == "mariadb" else []
+    survived = True
     try:
         for args in (
             ["run", "--target", TARGETS[engine], *DATA, "--run-time", "1"],
@@ -417,18 +418,19 @@ def test_one_run_per_data_set_at_a_time(loaded, base: Path, tmp_path: Path) -> N
             assert "openslob run" in errors[0] and "is using" in errors[0], errors
         assert "--force" in refused.stderr
         assert proc.poll() is None  # the run goes on untouched
-        _pid_file_removed_by_hand(engine, base, cwd)
-        assert proc.poll() is None
+        survived = _pid_file_removed_by_hand(engine, base, cwd)
+        assert proc.poll() is None or not survived
     finally:
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
-    assert "administrator command" not in err
+    assert proc.returncode == 130 or not survived, err
+    assert "administrator command" not in err  # no fast shutdown: nobody stopped the server
 
 
-def _pid_file_removed_by_hand(engine: str, base: Path, cwd: Path) -> None:
+def _pid_file_removed_by_hand(engine: str, base: Path, cwd: Path) -> bool:
     """Without its pid file the live server still counts as running: the next run is refused
-    by the data set's lock instead of killing the server and "restarting" it."""
+    by the data set's lock instead of killing the server and "restarting" it. False when
+    PostgreSQL shut itself down meanwhile (its own check of its lock file)."""
     srv = EmbeddedMariaDB(base, "16k") if engine == "mariadb" else EmbeddedServer(base)
     pid_file = srv.pid_file if engine == "mariadb" else srv.pgdata / "postmaster.pid"
     pid, saved, owner = srv.status().pid, pid_file.read_bytes(), pid_file.stat()
@@ -437,7 +439,11 @@ def _pid_file_removed_by_hand(engine: str, base: Path, cwd: Path) -> None:
         assert srv.status().state == "running" and srv.status().pid == pid
         refused = slob(base, cwd, "run", "--target", TARGETS[engine], *DATA, "--run-time", "1")
         assert refused.exit_code == 1 and "is using" in refused.stderr, refused.output
-        assert Path(f"/proc/{pid}").exists()  # not killed
+        # not killed by us (PostgreSQL's own check of its lock file, once a minute, may
+        # have shut it down meanwhile: its log then says so)
+        alive = Path(f"/proc/{pid}").exists()
+        assert alive or "lock file is invalid" in srv.log_file.read_text()
+        return alive
     finally:
         # put it back before PostgreSQL's own once-a-minute check of its lock file finds it gone
         pid_file.write_bytes(saved)
