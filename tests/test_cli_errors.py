@@ -9,11 +9,13 @@ MariaDB started by this module.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -101,6 +103,28 @@ def test_bad_targets_are_one_line_without_the_password(command, cwd: Path) -> No
         line = assert_one_line(result)
         assert "--target" in line or "connect" in line or "database error" in line, line
     assert "did you mean embedded?" in slob(cwd, *command, "--target", "embeded").stderr
+    # libpq would only say so when connecting (exit 1): bad input, before anything
+    mode = assert_one_line(slob(cwd, *command, "--target", BAD_TARGETS[5]), codes=(2,))
+    assert "sslmode=sometimes is not one of disable, allow" in mode, mode
+
+
+def test_hostile_numbers_and_places_are_exit_2(cwd: Path) -> None:
+    from openslob.config.option import parse_value
+    from openslob.config.options import OPTIONS_BY_NAME
+
+    assert parse_value(OPTIONS_BY_NAME["RATE"], "1e7") == 10_000_000  # an exponent is a number
+    cases = [
+        (["run", "--rate", "1e8"], "RATE=1e8 is out of range (allowed: 0–10000000)"),
+        (["run", "--rate", "1e999"], "RATE=1e999 is not a number"),
+        (["compare", str(GOOD_RUN), str(GOOD_RUN), "--confidence", "nan"], "'nan' is not a"),
+        (["analyze", str(GOOD_RUN), "--max-cv", "inf"], "'inf' is not a finite number"),
+        (["run", "--results-dir", "/proc", "--run-time", "1"], "--results-dir /proc: cannot"),
+        (["sweep", "--sessions", "1,2", "--results-dir", "/proc"], "--results-dir /proc"),
+    ]
+    for args, expected in cases:
+        line = assert_one_line(slob(cwd, *args), codes=(2,))
+        assert expected in line, (args, line)
+    assert not (cwd / "data").exists()  # refused before a server was made
 
 
 # ---------------------------------------------------------------------------- bad paths
@@ -165,6 +189,10 @@ def test_bad_paths_and_labels_are_one_line(tmp_path: Path, cwd: Path) -> None:
         (["run", "--results-dir", under_file], "--results-dir"),
         (["run", "--label", long_label], "--label is 300 bytes"),
         (["sweep", "--sessions", "1,2", "--label", long_label], "--label is 300 bytes"),
+        # bytes that are no UTF-8 reach Python as surrogates (surrogateescape)
+        (["run", "--label", "caf\udce9"], "is not UTF-8 text"),
+        (["run", "--repeat", "2", "--label", "caf\udce9"], "is not UTF-8 text"),
+        (["sweep", "--sessions", "1,2", "--label", "caf\udce9"], "is not UTF-8 text"),
         (["sweep", "--sessions", "1,2", "--results-dir", under_file], "--results-dir"),
         (["sweep", "--sessions", "1,2", "--sweep-dir", under_file], "--sweep-dir"),
         (["run", "--conf", "/bin/sh"], "not a text file"),
@@ -299,6 +327,25 @@ def test_kill_9_during_setup_then_run_and_setup(server: EmbeddedServer, cwd: Pat
     assert "reloaded: half loaded (an interrupted setup)" in again.output
 
 
+def test_a_server_killed_mid_setup_is_one_line_about_the_server(
+    fresh_server: EmbeddedServer, cwd: Path
+) -> None:
+    """The postmaster SIGKILLed while setup loads: the cancel that follows cannot reach it,
+    and the error says what happened (the server ended the session), not "PQcancel() …"."""
+    pid = fresh_server.start().pid
+    assert pid
+    data = ["--schemas", "2", "--scale", "6000", "--scan-table-sz", "16", "--seed", "37"]
+    setup = slob_subprocess("setup", *data, data_dir=fresh_server.data_dir, cwd=cwd)
+    try:
+        _wait_for_loading(fresh_server)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        _, stderr = setup.communicate(timeout=60)
+    assert setup.returncode == 1 and "Traceback" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("slob: error: ")]
+    assert len(lines) == 1 and "PQcancel" not in lines[0], stderr
+
+
 def test_two_setups_at_once_end_in_one_line_and_a_valid_data_set(
     server: EmbeddedServer, cwd: Path
 ) -> None:
@@ -341,3 +388,98 @@ def test_usage_errors_are_one_line_and_help_stays_help(cwd: Path) -> None:
     alone = slob(cwd)  # a group without a command shows its help, as before
     assert "Quick start" in alone.output and "slob: error" not in alone.output
     assert slob(cwd, "run", "--help").exit_code == 0
+
+
+def test_sweep_prints_slob_conf_warnings_like_run(tmp_path: Path, cwd: Path) -> None:
+    """A mistyped key in slob.conf is named by `slob sweep` as by `slob run` (here both then
+    stop at a data directory under a file, before anything runs)."""
+    conf = tmp_path / "slob.conf"
+    conf.write_text("SCALEE=100\n")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for command in (["run", "--run-time", "1"], ["sweep", "--sessions", "1,2"]):
+        result = slob(cwd, *command, "--conf", str(conf), data_dir=a_file / "data")
+        assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+        assert "warning: " in result.stderr and "unknown parameter SCALEE" in result.stderr
+
+
+def _edited_run(root: Path, name: str, **changes: Any) -> Path:
+    """A copy of a complete recorded run with top-level or config fields replaced."""
+    run = json.loads((RUNS / "20261122T053536Z-ro1" / "run.json").read_text())
+    for key, value in changes.items():
+        if key.startswith("config_"):
+            run["config"][key.removeprefix("config_")] = value
+        else:
+            run[key] = value
+    path = root / name
+    path.mkdir(parents=True)
+    (path / "run.json").write_text(json.dumps(run))
+    return path
+
+
+def test_runs_of_the_wrong_shape_are_named_not_compared(tmp_path: Path, cwd: Path) -> None:
+    """Wrong-typed fields are one line naming the file and the field in every reader; a
+    file that is no run, or a target-rate run beside a closed-loop one, is not compared."""
+    good = RUNS / "20261122T053536Z-ro1"
+    for name, changes in {
+        "window-list": {"window": [1]},
+        "metrics-text": {"metrics": {"pio_reads_per_s": "oops"}},
+        "sessions-int": {"sessions": 5},
+        "config-text": {"config_SESSIONS": "x"},
+    }.items():
+        run = _edited_run(tmp_path, name, **changes)
+        field = name.split("-")[0]
+        for command in (
+            ["report", str(run)],
+            ["report", "--html", str(run), "-o", str(tmp_path / "r.html")],
+            ["plot", str(run), "-o", str(tmp_path / "plots")],
+            ["analyze", str(run)],
+            ["compare", str(run), str(good), "--no-plots"],
+        ):
+            line = assert_one_line(slob(cwd, *command))
+            assert "a damaged run.json (" in line and field in line, (command, line)
+            assert str(run) in line, (command, line)
+    not_a_run = tmp_path / "not-a-run"
+    not_a_run.mkdir()
+    (not_a_run / "run.json").write_text(json.dumps({"schema_version": 2}))
+    line = assert_one_line(slob(cwd, "compare", str(not_a_run), str(good), "--no-plots"))
+    assert "no complete run to compare" in line
+    rate = _edited_run(tmp_path, "rate", config_RATE=100.0)
+    line = assert_one_line(slob(cwd, "compare", str(good), str(rate), "--no-plots"), codes=(2,))
+    assert "different workloads (RATE 0 vs 100" in line
+
+
+def test_a_password_on_the_command_line_leaves_ps_at_once(cwd: Path) -> None:
+    """`ps` (/proc/PID/cmdline, readable by every user) shows no --target password while the
+    command runs (here: waiting on a server that never answers); the command itself still
+    sees the arguments as given (a label the redaction would shorten is still too long)."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        target = f"postgresql://openslob:{SECRET}@127.0.0.1:{silent.getsockname()[1]}/slob"
+        proc = slob_subprocess("verify", "--target", target, data_dir=cwd / "data", cwd=cwd)
+        try:
+            deadline = time.monotonic() + 10
+            cmdline = b""
+            while time.monotonic() < deadline and proc.poll() is None:
+                cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+                if cmdline and SECRET.encode() not in cmdline:  # empty inside execve
+                    break
+                time.sleep(0.02)
+            assert proc.poll() is None and SECRET.encode() not in cmdline, cmdline
+            assert b"postgresql://openslob@127.0.0.1" in cmdline  # the rest as given
+            time.sleep(0.5)
+            assert SECRET.encode() not in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        finally:
+            proc.kill()
+            proc.communicate()
+    label = "password=" + "x" * 300
+    done = subprocess.run(
+        [sys.executable, "-m", "openslob", "run", "--label", label],
+        capture_output=True, text=True, cwd=cwd, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "--label is 309 bytes" in done.stderr, done.stderr

@@ -8,6 +8,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import shutil
 import signal
 import threading
@@ -444,11 +445,15 @@ def test_one_run_per_data_set_at_a_time(loaded, base: Path, tmp_path: Path) -> N
     engine, cwd = loaded
     proc = _start_run(engine, base, cwd, tmp_path / "results", seconds=30)
     engine_args = ["--engine", "mariadb", "--page-size", "16k"] if engine == "mariadb" else []
+    survived = True
     try:
         for args in (
             ["run", "--target", TARGETS[engine], *DATA, "--run-time", "1"],
             ["setup", "--target", TARGETS[engine], *DATA],
             ["destroy", "--yes", "--target", TARGETS[engine]],
+            ["server", "start", "--tcp", *engine_args],
+            ["server", "start", "--profile", "lio", *engine_args],
+            ["server", "start", "--max-connections", "150", *engine_args],
             ["server", "stop", *engine_args],
         ):
             refused = slob(base, cwd, *args)
@@ -458,10 +463,37 @@ def test_one_run_per_data_set_at_a_time(loaded, base: Path, tmp_path: Path) -> N
             assert "openslob run" in errors[0] and "is using" in errors[0], errors
         assert "--force" in refused.stderr
         assert proc.poll() is None  # the run goes on untouched
+        survived = _pid_file_removed_by_hand(engine, base, cwd)
+        assert proc.poll() is None or not survived
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
-    assert proc.returncode == 130
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 or not survived, err
+    assert "administrator command" not in err  # no fast shutdown: nobody stopped the server
+
+
+def _pid_file_removed_by_hand(engine: str, base: Path, cwd: Path) -> bool:
+    """Without its pid file the live server still counts as running: the next run is refused
+    by the data set's lock instead of killing the server and "restarting" it. False when
+    PostgreSQL shut itself down meanwhile (its own check of its lock file)."""
+    srv = EmbeddedMariaDB(base, "16k") if engine == "mariadb" else EmbeddedServer(base)
+    pid_file = srv.pid_file if engine == "mariadb" else srv.pgdata / "postmaster.pid"
+    pid, saved, owner = srv.status().pid, pid_file.read_bytes(), pid_file.stat()
+    pid_file.unlink()
+    try:
+        assert srv.status().state == "running" and srv.status().pid == pid
+        refused = slob(base, cwd, "run", "--target", TARGETS[engine], *DATA, "--run-time", "1")
+        assert refused.exit_code == 1 and "is using" in refused.stderr, refused.output
+        # not killed by us (PostgreSQL's own check of its lock file, once a minute, may
+        # have shut it down meanwhile: its log then says so)
+        alive = Path(f"/proc/{pid}").exists()
+        assert alive or "lock file is invalid" in srv.log_file.read_text()
+        return alive
+    finally:
+        # put it back before PostgreSQL's own once-a-minute check of its lock file finds it gone
+        pid_file.write_bytes(saved)
+        os.chown(pid_file, owner.st_uid, owner.st_gid)
+        pid_file.chmod(owner.st_mode & 0o777)
 
 
 def _leftover(engine: str, base: Path) -> tuple[Any, int]:

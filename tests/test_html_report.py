@@ -403,16 +403,59 @@ def test_comparison_and_awr_pages(results: Path, browser: webdriver.Chrome) -> N
     assert all(r is not None and len(r) == 4 for s in cand for r in s[2])
     assert browser.find_element(By.ID, "warnings").text.startswith("Warnings of each side")
 
-    # SLOB's awr.txt files named awr.<UPDATE_PCT>.<SESSIONS>.txt place them on a petal curve
-    reports = results / "awr-dir"
+    # SLOB's awr.txt files named awr.<UPDATE_PCT>.<SESSIONS>.txt place them on a petal curve;
+    # the directory's name, in the title and every chart's spec, would open a script-data
+    # comment that swallows the page's scripts unless escaped inside <script> too
+    reports = results / "awr-<!--<script>x\u2028"
     reports.mkdir()
     shutil.copy(ORACLE / "slob11g" / "awr.txt.32", reports / "awr.0.32.txt")
     shutil.copy(ORACLE / "awr_19c_pdb_racdb1.txt", reports / "awr.0.8.txt")
     awr = write_page("report", str(reports), "--html", "-o", str(results / "awr.html"))
     open_page(browser, awr)
-    assert "Oracle AWR reports" in browser.title
+    assert "Oracle AWR reports" in browser.title and "<!--<script>" in browser.title
     table = browser.find_element(By.CSS_SELECTOR, "#table table.sortable")
     assert len(table.find_elements(By.CSS_SELECTOR, "tbody tr")) == 2
     assert "PREADS" in table.text and "DFSR_LAT" in table.text
     assert_all_drawn(browser, at_least=2)  # the petals of awr_info's figures
     screenshot(browser, "html-report-awr.png")
+
+
+def test_script_json_and_text_escaping() -> None:
+    """What the page embeds parses back to the same values and holds nothing the HTML
+    parser acts on inside <script> (a comment opener, a tag, an entity, a line separator)."""
+    from openslob.report import escape
+
+    hostile = "</script><!--<script>&amp;\u2028\u2029'\""
+    data = escape.script_json({"title": hostile})
+    assert json.loads(data) == {"title": hostile}
+    assert not set(data) & set("<>&\u2028\u2029")
+    assert escape.text(hostile) == (
+        "&lt;/script&gt;&lt;!--&lt;script&gt;&amp;amp;\u2028\u2029&#x27;&quot;"
+    )
+
+
+def test_a_huge_oracle_report_is_shown_in_part(tmp_path: Path) -> None:
+    """A 3 MB "AWR report" (a spool gone wrong) is embedded up to 2 MiB, saying so."""
+    from openslob.report import html
+    from openslob.results.collect import RunRef
+
+    big = tmp_path / "awr.0.8.txt"
+    big.write_text((ORACLE / "awr_19c_pdb_racdb1.txt").read_text() + "x" * (3 << 20))
+    text = html._report_text(RunRef(big, {}, oracle=object()))  # type: ignore[arg-type]
+    assert len(text) < html.MAX_EMBEDDED_REPORT_BYTES + 1000
+    assert text.endswith(f"shown; the whole report: {big}]\n")
+
+
+def test_every_string_reaches_the_page_through_report_escape() -> None:
+    """One escaping path (report/escape.py): no module of the report escapes on its own or
+    puts JSON into the page otherwise."""
+    import openslob.report
+
+    root = Path(openslob.report.__file__).parent
+    for module in root.glob("*.py"):
+        if module.name == "escape.py":
+            continue
+        text = module.read_text()
+        assert "html.escape(" not in text and "import html\n" not in text, module.name
+        if module.name == "html.py" or module.name.startswith("web"):  # the page's makers
+            assert "json.dumps(" not in text, module.name

@@ -242,3 +242,48 @@ def test_every_sweep_point_starts_on_a_valid_layout(fresh_dataset, tmp_path, db)
     assert all(SCALE <= pages <= max_pages(SCALE) for pages in cf1.values()), cf1
     saved = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
     assert saved["points"][1]["reloaded"] == second["reloaded"]
+
+
+def test_a_holder_newer_than_the_monitors_snapshot_is_zero_transactions_old(
+    server: EmbeddedServer,
+) -> None:
+    """An xid assigned after the monitor's snapshot (a busy update run assigns them all the
+    time) was -3 transactions old, read as 4,294,967,293: the age is a signed, wrapping
+    difference, never below 0."""
+    from openslob.engines.postgres.horizon import oldest_holder
+
+    with (
+        psycopg.connect(server.conninfo()) as monitor,
+        psycopg.connect(server.conninfo()) as newer,
+    ):
+        monitor.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        first = oldest_holder(monitor)  # the monitor's snapshot is taken here
+        for _ in range(3):  # xids assigned since
+            newer.execute("SELECT pg_current_xact_id()")
+            newer.commit()
+        newer.execute("SELECT pg_current_xact_id()")  # 3 after the snapshot, kept open
+        held = oldest_holder(monitor)
+        assert held["holder"] == str(newer.info.backend_pid), (first, held)
+        assert held["age_xids"] == 0
+        newer.rollback()
+        monitor.rollback()
+    with psycopg.connect(server.conninfo(), autocommit=True) as conn:
+        conn.execute("BEGIN")
+        conn.execute("SELECT pg_current_xact_id()")
+        with psycopg.connect(server.conninfo(), autocommit=True) as other:
+            for _ in range(3):
+                other.execute("SELECT pg_current_xact_id()")  # three later transactions
+            older = oldest_holder(other)
+        assert older["holder"] == str(conn.info.backend_pid)
+        assert older["age_xids"] == 4  # its own xid, then three others
+        conn.execute("ROLLBACK")
+
+
+def test_read_gap_warnings_stay_quiet_below_the_noise_floor() -> None:
+    from openslob.results.build import read_gap_warning
+
+    assert read_gap_warning(3.4, 2.9, "debug_io_direct") is None  # "14 %" of 3 reads/s
+    assert read_gap_warning(3.0, 40.0, "debug_io_direct") is not None  # 37 reads/s more
+    cached = read_gap_warning(1000.0, 500.0, "debug_io_direct")
+    assert cached is not None and "page cache is serving reads" in cached
+    assert read_gap_warning(1000.0, 950.0, "debug_io_direct") is None  # within 10 %

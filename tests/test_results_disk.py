@@ -9,6 +9,8 @@ through the same write path (Python ignores SIGXFSZ, so write() returns the erro
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import resource
@@ -58,19 +60,20 @@ class SmallDisk:
 
 
 @pytest.fixture()
-def disk(tmp_path: Path) -> Iterator[SmallDisk]:
+def disk(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SmallDisk]:
+    limit = getattr(request, "param", LIMIT)
     path = tmp_path / "disk"
     path.mkdir()
     mounted = os.geteuid() == 0 and shutil.which("mount") is not None
     if mounted:
         proc = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={LIMIT},mode=0755", "tmpfs", str(path)],
+            ["mount", "-t", "tmpfs", "-o", f"size={limit},mode=0755", "tmpfs", str(path)],
             capture_output=True,
             check=False,
         )
         mounted = proc.returncode == 0
     try:
-        yield SmallDisk(path, tmpfs=mounted)
+        yield SmallDisk(path, tmpfs=mounted, limit=limit)
     finally:
         if mounted:
             subprocess.run(["umount", str(path)], check=True)
@@ -124,6 +127,38 @@ def test_a_full_results_disk_still_prints_the_report(
     analyzed = invoke("analyze", str(run_dir), cwd=tmp_path)
     assert analyzed.exit_code == 1 and str(run_dir) in analyzed.stderr
     assert "Traceback" not in analyzed.output
+
+
+@pytest.mark.parametrize("disk", [12 * 1024], indirect=True)
+def test_a_disk_that_fills_mid_run_keeps_what_was_written(
+    server: EmbeddedServer, disk: SmallDisk, tmp_path: Path
+) -> None:
+    """12 KiB fill up in the window's first intervals: the run goes on to its end, prints its
+    report, names every file it could not write, and what was written is whole rows."""
+    setup = invoke("setup", *DATA, cwd=tmp_path, env={"SLOB_DATA_DIR": str(server.data_dir)})
+    assert setup.exit_code == 0, setup.output
+    code, stdout, stderr = run_child(
+        disk, "run", *DATA, "--update-pct", "0", "--run-time", "3", "--warmup", "0",
+        "--results-dir", str(disk.path), data_dir=server.data_dir, cwd=tmp_path,
+    )  # fmt: skip
+    assert code == 1, stderr
+    assert "Traceback" not in stderr
+    assert "openslob report" in stdout and "Status        : complete" in stdout
+    last = stderr.strip().splitlines()[-1]
+    (run_dir,) = [p for p in disk.path.iterdir() if p.is_dir()]
+    assert last.startswith(
+        f"slob: error: the run finished, but not all of its results were saved in {run_dir}: "
+    )
+    assert f"({disk.full_error}" in last and "the report is printed above" in last
+    assert "timeseries.csv" in last or ".hlog" in last or "percentiles.csv" in last, last
+    assert "not all of the time series was saved" in stdout  # the report's warning says so
+    for name in ("timeseries.csv", "percentiles.csv"):
+        if (run_dir / name).exists():  # whole rows only: no line cut by the full disk
+            text = (run_dir / name).read_text()
+            assert not text or text.endswith("\n"), name
+            widths = {len(row) for row in csv.reader(io.StringIO(text))}
+            assert len(widths) <= 1, (name, widths)
+    assert not leftovers(disk.path)
 
 
 def test_plots_and_html_on_a_full_disk_leave_no_truncated_file(

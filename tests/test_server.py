@@ -229,3 +229,21 @@ def test_destroy_removes_everything(fresh_server: EmbeddedServer) -> None:
     assert result.exit_code == 0, result.output
     assert not fresh_server.data_dir.exists()
     assert not Path(f"/proc/{pid}").exists()
+
+
+def test_a_removed_pid_file_never_makes_a_live_server_look_stopped(
+    fresh_server: EmbeddedServer,
+) -> None:
+    """postmaster.pid removed by hand: status, start and the orphan sweep still see the live
+    postmaster (its socket's lock file, its process in PGDATA) and leave it running; stop
+    ends it with its own signal."""
+    pid = fresh_server.start().pid
+    (fresh_server.pgdata / "postmaster.pid").unlink()
+    assert fresh_server.status().state == "running" and fresh_server.status().pid == pid
+    fresh_server.kill_orphans()
+    assert fresh_server.start().pid == pid
+    with psycopg.connect(fresh_server.conninfo()) as conn:
+        assert conn.execute("SELECT 1").fetchone()[0] == 1
+    assert fresh_server.stop() is True
+    assert not Path(f"/proc/{pid}").exists() or fresh_server.status().state == "stopped"
+    assert fresh_server.start().state == "running"

@@ -91,9 +91,11 @@ def test_sweep_runs_every_point_and_resumes(
     server = dataset
     results = tmp_path / "results"
     env = {"SLOB_DATA_DIR": str(server.data_dir)}
-    first = CliRunner().invoke(cli, _sweep_args(results, "t"), env=env, catch_exceptions=False)
+    label = "t/../../escaped"  # a label names a directory inside --results-dir, always
+    first = CliRunner().invoke(cli, _sweep_args(results, label), env=env, catch_exceptions=False)
     assert first.exit_code == 0, first.output
-    path = results / "sweep-t"
+    assert [p.name for p in tmp_path.iterdir()] == ["results"]
+    path = results / "sweep-t-..-..-escaped"
     sweep = json.loads((path / "sweep.json").read_text())
     assert [p["status"] for p in sweep["points"]] == ["complete"] * 4
     assert [p["name"] for p in sweep["points"]] == [
@@ -115,19 +117,37 @@ def test_sweep_runs_every_point_and_resumes(
         assert int(row["sessions"]) == len(ref.run["sessions"])
     for suffix in ("png", "svg"):
         assert (path / "plots" / f"petal_iops.{suffix}").stat().st_size > 1000
-    # the same command again: nothing to run
-    before = {p.name: p.stat().st_mtime for p in path.glob("*/run.json")}
-    again = CliRunner().invoke(cli, _sweep_args(results, "t"), env=env, catch_exceptions=False)
+    # the same command again: nothing to run but the point whose run.json was damaged
+    lost = path / sweep["points"][1]["run_dir"] / "run.json"
+    lost.write_text(lost.read_text()[:100])
+    before = {p.parent.name: p.stat().st_mtime for p in path.glob("*/run.json") if p != lost}
+    again = CliRunner().invoke(cli, _sweep_args(results, label), env=env, catch_exceptions=False)
     assert again.exit_code == 0, again.output
-    assert "4 point(s) already complete" in again.output
-    assert {p.name: p.stat().st_mtime for p in path.glob("*/run.json")} == before
+    assert "3 point(s) already complete" in again.output
+    assert "its run.json is missing or damaged: running it again" in again.output
+    assert json.loads(lost.read_text())["status"] == "complete"
+    after = {p.parent.name: p.stat().st_mtime for p in path.glob("*/run.json") if p != lost}
+    assert after == before
+    # a sweep.json edited to point outside the sweep, or not JSON: one line naming it
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    good = (path / "sweep.json").read_text()
+    outside = good.replace('"run_dir": "update_pct-0_sessions-1"', '"run_dir": "../../victim"')
+    for damaged, why in ((outside, "run_dir"), (good[:200], "not readable")):
+        (path / "sweep.json").write_text(damaged)
+        refused = CliRunner().invoke(cli, _sweep_args(results, label), env=env)
+        assert refused.exit_code == 1 and "Traceback" not in refused.output, refused.output
+        assert f"{path / 'sweep.json'}: a damaged sweep.json (" in refused.output
+        assert why in refused.output
+    assert victim.exists()
+    (path / "sweep.json").write_text(good)
     # a sweep.json from before an option existed (its default changes nothing) resumes
     sweep["base"] = {k: v for k, v in sweep["base"].items() if k != "SESSIONS_PER_INSTANCE"}
     (path / "sweep.json").write_text(json.dumps(sweep))
-    older = CliRunner().invoke(cli, _sweep_args(results, "t"), env=env, catch_exceptions=False)
+    older = CliRunner().invoke(cli, _sweep_args(results, label), env=env, catch_exceptions=False)
     assert "4 point(s) already complete" in older.output, older.output
     # a different plan under the same label is refused
-    other = CliRunner().invoke(cli, [*_sweep_args(results, "t"), "--work-unit", "16"], env=env)
+    other = CliRunner().invoke(cli, [*_sweep_args(results, label), "--work-unit", "16"], env=env)
     assert other.exit_code == 2 and "different plan" in other.output
 
 
@@ -164,3 +184,19 @@ def test_interrupted_sweep_resumes_where_it_stopped(
     assert [p["status"] for p in points] == ["complete"] * 4
     assert (path / points[0]["run_dir"] / "run.json").stat().st_mtime == first_run
     assert "1 point(s) already complete" in resumed.output
+
+
+def test_repeat_label_stays_in_the_results_directory(
+    dataset: EmbeddedServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results"
+    args = ["run", *DATA, "--sessions", "1", "--update-pct", "0", "--run-time", "1"]
+    args += ["--warmup", "0", "--repeat", "2", "--results-dir", str(results)]
+    env = {"SLOB_DATA_DIR": str(dataset.data_dir)}
+    result = CliRunner().invoke(
+        cli, [*args, "--label", "../../escaped"], env=env, catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in tmp_path.iterdir()] == ["results"]
+    assert [p.name for p in results.iterdir()] == ["repeat-escaped"]

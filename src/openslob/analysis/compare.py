@@ -59,7 +59,10 @@ ONE_MEASURED = "one run measured it: cannot separate from noise"
 SAME = "same: 0 on every run"
 # A figure that runs of a side warned invalid (analysis/validity.py): no verdict on it
 INVALID = "no verdict"
-WORKLOAD_KEYS = frozenset((*WORKLOAD_OPTIONS, SESSIONS_KEY))
+# A closed loop (RATE 0: the most the storage does) and a target rate (latency at a load)
+# measure different things: RATE is part of every point's identity, and a workload key.
+RATE_KEY = "RATE"
+WORKLOAD_KEYS = frozenset((*WORKLOAD_OPTIONS, SESSIONS_KEY, RATE_KEY))
 # SLOB's own coordinates of a point, shown when no key varies between the points.
 POINT_KEYS = ("UPDATE_PCT", SESSIONS_KEY)
 NOT_RECORDED = "(not recorded)"
@@ -91,7 +94,9 @@ class Side:
 
 
 def identity(ref: RunRef) -> dict[str, Any]:
-    return point_identity(ref.run, ref.point)
+    params = point_identity(ref.run, ref.point)
+    params.setdefault(RATE_KEY, (ref.run.get("config") or {}).get(RATE_KEY) or 0)
+    return params
 
 
 def load_side(path: Path, oracle_names: re.Pattern[str] | None = None) -> Side:
@@ -105,7 +110,7 @@ def make_side(path: Path, refs: Sequence[RunRef], problems: Sequence[str] = ()) 
     points: dict[str, SidePoint] = {}
     left_out = []
     for ref in refs:
-        if ref.run.get("status", "complete") != "complete":
+        if ref.run.get("status") != "complete":  # no status: no run ({"schema_version": 2})
             left_out.append(f"{ref.path} ({ref.run.get('status')})")
             continue
         params = identity(ref)

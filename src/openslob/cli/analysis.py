@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from openslob.cli.app import CONTEXT, cli, err, friendly_errors
+from openslob.cli.params import FloatRange
 from openslob.model.errors import OpenslobError
 
 paths_argument = click.argument(
@@ -61,21 +62,21 @@ oracle_names_option = click.option(
 )
 @click.option(
     "--iops-drop-pct",
-    type=click.FloatRange(0, 100),
+    type=FloatRange(0, 100),
     default=20.0,
     show_default=True,
     help="--timeseries: IOPS this far below the steady level is degraded.",
 )
 @click.option(
     "--latency-rise-pct",
-    type=click.FloatRange(0),
+    type=FloatRange(0),
     default=50.0,
     show_default=True,
     help="--timeseries: latency this far above the steady level is degraded.",
 )
 @click.option(
     "--p99-rise-pct",
-    type=click.FloatRange(0),
+    type=FloatRange(0),
     default=100.0,
     show_default=True,
     help="--timeseries: SLOBop p99 (SELECT; UPDATE without SELECTs) this far above the steady "
@@ -83,21 +84,21 @@ oracle_names_option = click.option(
 )
 @click.option(
     "--min-seconds",
-    type=click.FloatRange(0),
+    type=FloatRange(0),
     default=30.0,
     show_default=True,
     help="--timeseries: shortest episode reported.",
 )
 @click.option(
     "--baseline-seconds",
-    type=click.FloatRange(1),
+    type=FloatRange(1),
     default=60.0,
     show_default=True,
     help="--timeseries: length of the early steady level (median).",
 )
 @click.option(
     "--skip-seconds",
-    type=click.FloatRange(0),
+    type=FloatRange(0),
     default=30.0,
     show_default=True,
     help="--timeseries: ramp-up ignored before the steady level.",
@@ -105,7 +106,7 @@ oracle_names_option = click.option(
 @click.option(
     "--max-cv",
     "max_cv",
-    type=click.FloatRange(0),
+    type=FloatRange(0),
     default=10.0,
     show_default=True,
     help="Repeated points: flag those where a figure's coefficient of variation (standard "

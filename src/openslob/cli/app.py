@@ -22,7 +22,7 @@ from openslob import __version__
 from openslob.config.resolve import Config
 from openslob.engines import registry
 from openslob.model.errors import Terminated, one_line, raise_terminated
-from openslob.model.secrets import scrub
+from openslob.model.secrets import hide_passwords_from_ps, scrub
 
 # Redirected output (files, pipes, CI logs) keeps whole table rows instead of wrapping at 80.
 _PIPE_WIDTH = 160
@@ -153,5 +153,6 @@ def cli() -> None:
 
 
 def main() -> None:
+    hide_passwords_from_ps()  # before anything connects: `ps` shows no --target password
     signal.signal(signal.SIGTERM, raise_terminated)  # like Ctrl-C: clean up, then exit 143
     cli(prog_name="slob")

@@ -17,6 +17,7 @@ import click
 
 from openslob.cli.analysis import _find_runs_noting, oracle_names_option
 from openslob.cli.app import CONTEXT, cli, err, friendly_errors
+from openslob.cli.params import FloatRange
 from openslob.model.errors import ConfigError
 from openslob.model.metrics import core_keys
 
@@ -44,7 +45,7 @@ from openslob.model.metrics import core_keys
 )
 @click.option(
     "--confidence",
-    type=click.FloatRange(50, 99.9),
+    type=FloatRange(50, 99.9),
     default=95.0,
     show_default=True,
     help="Confidence of the intervals, in %; fewer runs than it needs give the widest "

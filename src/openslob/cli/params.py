@@ -6,6 +6,7 @@ equal to the default and slob.conf can fill the gap; parsing happens in config.r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +18,17 @@ from openslob.config.options import OPTIONS_BY_NAME, options_for
 from openslob.config.resolve import Config, resolve
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class FloatRange(click.FloatRange):
+    """click.FloatRange that refuses nan and inf, which its bounds let through (a NaN
+    compares false with every bound)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number ({self._describe_range()})", param, ctx)
+        return number
 
 
 def _human_bytes(size: int) -> str:

@@ -33,14 +33,14 @@ from openslob.cli.app import (
     target_option,
 )
 from openslob.cli.console import RunProgress, point_lines
-from openslob.cli.params import add_options, add_server_options, server_config
+from openslob.cli.params import FloatRange, add_options, add_server_options, server_config
 from openslob.config.options import OPTIONS_BY_NAME, options_for
 from openslob.config.resolve import resolve
 from openslob.model.errors import ConfigError, OpenslobError
 from openslob.report.jsonsummary import render_summary
 from openslob.report.sweepfiles import finish_sweep
 from openslob.report.text import render_text
-from openslob.results.rundir import NotSaved, check_results_place
+from openslob.results.rundir import NotSaved, check_results_place, path_name
 from openslob.runner import dataset
 from openslob.runner import sweep as harness
 from openslob.runner.execute import run_benchmark
@@ -133,7 +133,7 @@ def _slob_habits(schemas_arg: str | None, s: str | None, t: str | None, flags: d
 )
 @click.option(
     "--progress-interval",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FloatRange(min=0, min_open=True),
     default=None,
     metavar="SECONDS",
     help="A progress line per this many seconds (figures over that span: rates averaged, "
@@ -226,7 +226,7 @@ def run(
         if calibrate:
             raise ConfigError("--calibrate compares one run with fio: give it without --repeat")
         plan = harness.plan_sweep(flags, conf, Path.cwd(), single=True)
-        path = results_dir / f"repeat-{label or 'default'}"
+        path = results_dir / f"repeat-{path_name(label, 'default')}"
         check_results_place(path, label)
         print_config_messages(config)
         _run_plan(plan, path, label, targets, data_dir, plots=True, kind="repeated run")
@@ -369,6 +369,7 @@ def sweep(
         target_strings(targets, point.config)
     path = sweep_dir or harness.sweep_directory(results_dir, label)
     check_results_place(path, label, "--sweep-dir" if sweep_dir else "--results-dir")
+    print_config_messages(plan.points[0].config)  # slob.conf's: the same for every point
     _run_plan(plan, path, label, targets, data_dir, plots=plots, kind="sweep")
 
 
@@ -506,7 +507,7 @@ def _print_point_table(path: Path) -> None:
     help="fio jobs (one per database session you want to compare with).",
 )
 @click.option(
-    "--run-time", type=click.FloatRange(1, 86400), default=30, show_default=True, help="Seconds."
+    "--run-time", type=FloatRange(1, 86400), default=30, show_default=True, help="Seconds."
 )
 @click.option("--size", default="1G", show_default=True, help="Size of fio's file.")
 @click.option(

@@ -81,6 +81,7 @@ def _server(engine: str, data_dir: Path | None, params: dict[str, Any]) -> Priva
     default=None,
     help="max_connections (default 100; raise for large session counts).",
 )
+@force_option
 @engine_option
 @add_server_options
 @data_dir_option
@@ -90,21 +91,27 @@ def server_start(
     tcp: bool | None,
     port: int | None,
     max_connections: int | None,
+    force: bool,
     engine: str,
     data_dir: Path | None,
     **params: Any,
 ) -> None:
     """Start the private server, creating it if needed. Idempotent.
 
-    Restarts only when a setting changes; recovers from a stale pid file or a crash.
+    Restarts only when a setting changes (refused while a run uses it: --force); recovers
+    from a stale pid file or a crash.
 
     \b
     Example:
       slob server start --profile lio --max-connections 600
     """
-    state = _server(engine, data_dir, params).start(
-        profile, tcp=tcp, port=port, max_connections=max_connections
-    )
+    target = _target(engine, data_dir, params)
+    server_ = target.server
+    assert server_ is not None
+    settings = {"tcp": tcp, "port": port, "max_connections": max_connections}
+    if not force and server_.would_restart(profile, **settings):
+        refuse_while_in_use(target, "restarting it with new settings")
+    state = server_.start(profile, **settings)
     _print_state(state.as_dict())
 
 

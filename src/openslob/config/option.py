@@ -7,6 +7,7 @@ parameters is options.py.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -93,7 +94,7 @@ _KIND_METAVAR: dict[str, str] = {
 # --------------------------------------------------------------------------- values
 
 _INT = re.compile(r"[+-]?\d+")
-_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")  # 1e7, 2.5E-3
 _SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(?:([KMGT])(?:I?B)?|B)?", re.IGNORECASE)
 _DURATION = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*([SMH]?)", re.IGNORECASE)
 _SIZE_POWER = {"K": 1, "M": 2, "G": 3, "T": 4}
@@ -139,7 +140,10 @@ def _parse_int(option: Option, text: str) -> int:
 def _parse_float(option: Option, text: str) -> float:
     if not _DECIMAL.fullmatch(text):  # float() would also take "nan" and "inf"
         raise ValueError(text)
-    return float(text)
+    value = float(text)
+    if not math.isfinite(value):  # 1e999
+        raise ValueError(text)
+    return value
 
 
 def _parse_bool(option: Option, text: str) -> bool:

@@ -329,6 +329,9 @@ class PrivateServer(Protocol):
 
     def start(self, profile: str | None = None, **settings: Any) -> ServerState: ...
 
+    def would_restart(self, profile: str | None = None, **settings: Any) -> bool:
+        """Whether start() with these settings would restart it while it runs."""
+
     def stop(self, *, timeout: float = 60) -> bool: ...
 
     def status(self) -> ServerState: ...

@@ -1,9 +1,21 @@
 """Passwords never leave the process: every printed or stored form of a target, and every
-error message that may quote one, goes through here."""
+error message that may quote one, goes through here.
+
+Nor do they stay in `ps`: every user of the host can read a process's command line
+(/proc/PID/cmdline) for as long as it runs (hours, for a sweep), its environment only its
+owner and root. A command line holding a password (`--target postgresql://u:PW@host/db`) is
+handed to a fresh copy of the command through the environment (SLOB_ARGV, removed again at
+once: no child inherits it), which runs with the passwords replaced in its visible
+arguments. Same pid, terminal and exit code; `ps` shows the password until the exec only.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
+import sys
 from urllib.parse import unquote
 
 # A URI's user:password@ (the password up to the last @ of the URI: an unencoded / or @ in
@@ -40,3 +52,35 @@ def scrub(text: str, targets: tuple[str, ...] | list[str] = ()) -> str:
         for secret in sorted(secrets_of(target), key=len, reverse=True):
             text = text.replace(secret, HIDDEN)
     return redact(text)
+
+
+ARGV_ENV = "SLOB_ARGV"
+_argv_checked = False
+
+
+def hide_passwords_from_ps() -> None:
+    """Re-execute without the passwords in argv (module doc), or restore the arguments in
+    the re-executed copy. Once per process."""
+    global _argv_checked
+    if _argv_checked:
+        return
+    _argv_checked = True
+    given = os.environ.pop(ARGV_ENV, None)
+    if given is not None:
+        saved = json.loads(given)
+        sys.argv[1:] = saved["argv"]
+        os.environ.pop("PYTHONPATH", None)  # children get the caller's, not ours
+        if saved["pythonpath"] is not None:
+            os.environ["PYTHONPATH"] = saved["pythonpath"]
+        return
+    args = sys.argv[1:]
+    shown = [redact(arg) for arg in args]
+    if shown == args:
+        return
+    saved = {"argv": args, "pythonpath": os.environ.get("PYTHONPATH")}
+    # The same imports as now (-P: not the working directory's, unless they came from it)
+    env = {**os.environ, ARGV_ENV: json.dumps(saved), "PYTHONPATH": os.pathsep.join(sys.path)}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with contextlib.suppress(OSError):  # cannot exec: run on as we are
+        os.execve(sys.executable, [sys.executable, "-P", "-m", "openslob", *shown], env)

@@ -14,8 +14,6 @@ built from them (analysis/compare.py); the tables come from the same rows as `sl
 
 from __future__ import annotations
 
-import html
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import cache
@@ -30,7 +28,7 @@ from openslob.analysis.compare import Comparison
 from openslob.analysis.rules import RuleResult
 from openslob.analysis.sustained import detect_degradation, load_timeseries, render_degradation
 from openslob.oracle import awr_rows
-from openslob.report import webcharts, webscaling, websummary, webtable
+from openslob.report import escape, webcharts, webscaling, websummary, webtable
 from openslob.report.comparison import csv_rows
 from openslob.report.comparison import render_text as comparison_text
 from openslob.report.text import render_text
@@ -54,9 +52,9 @@ def _asset(name: str) -> str:
 def _page(title: str, sections: Sequence[tuple[str, str, str]], intro: str = "") -> str:
     """sections: (anchor, heading, body html); a table of contents links them."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    toc = " ".join(f'<a href="#{a}">{html.escape(h)}</a>' for a, h, _ in sections if h)
+    toc = " ".join(f'<a href="#{a}">{escape.text(h)}</a>' for a, h, _ in sections if h)
     parts = [
-        f'<section id="{a}">{f"<h2>{html.escape(h)}</h2>" if h else ""}{body}</section>'
+        f'<section id="{a}">{f"<h2>{escape.text(h)}</h2>" if h else ""}{body}</section>'
         for a, h, body in sections
     ]
     scripts = "".join(f"<script>{_asset(name)}</script>" for name in SCRIPTS)
@@ -64,26 +62,26 @@ def _page(title: str, sections: Sequence[tuple[str, str, str]], intro: str = "")
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta name="generator" content="openslob {__version__}">'
-        f"<title>{html.escape(title)}</title><style>{_asset('report.css')}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>"
+        f"<title>{escape.text(title)}</title><style>{_asset('report.css')}</style></head><body>"
+        f"<h1>{escape.text(title)}</h1>"
         f'<p class="meta">openslob {__version__} · generated {stamp}</p>{intro}'
-        f'<nav class="toc">{toc}</nav><p class="hint">{html.escape(HINT)}</p>'
+        f'<nav class="toc">{toc}</nav><p class="hint">{escape.text(HINT)}</p>'
         + "\n".join(parts)
         + f"\n{scripts}</body></html>\n"
     )
 
 
 def chart(spec: dict[str, Any]) -> str:
-    """A chart's box: its canvas, tooltip and spec (JSON, '</' escaped inside <script>)."""
-    data = json.dumps(spec, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    """A chart's box: its canvas, tooltip and spec (JSON made safe inside <script>)."""
+    data = escape.script_json(spec)
     note = spec.get("note")
     return (
         '<figure class="chart-fig"><div class="chart">'
         '<button class="reset" type="button">reset zoom</button>'
-        f'<canvas role="img" aria-label="{html.escape(spec["title"])}"></canvas>'
+        f'<canvas role="img" aria-label="{escape.text(spec["title"])}"></canvas>'
         '<div class="chart-tip"></div>'
         f'<script type="application/json" class="chart-spec">{data}</script></div>'
-        + (f'<figcaption class="chart-note">{html.escape(note)}</figcaption>' if note else "")
+        + (f'<figcaption class="chart-note">{escape.text(note)}</figcaption>' if note else "")
         + "</figure>"
     )
 
@@ -93,14 +91,29 @@ def _charts(specs: Sequence[dict[str, Any]]) -> str:
 
 
 def _pre(text: str) -> str:
-    return f"<pre>{html.escape(text)}</pre>"
+    return f"<pre>{escape.text(text)}</pre>"
+
+
+# An Oracle report is shown as Oracle wrote it up to this size: an AWR report of a few MB is
+# whole; a 200 MB file (a spool gone wrong) would make a page no browser opens.
+MAX_EMBEDDED_REPORT_BYTES = 2 << 20
 
 
 def _report_text(ref: RunRef) -> str:
-    """The AWR-like text of a run; an Oracle report is shown as Oracle wrote it."""
-    if ref.oracle is not None:
-        return ref.path.read_text(encoding="utf-8", errors="replace")
-    return render_text(ref.run)
+    """The AWR-like text of a run; an Oracle report as Oracle wrote it (its beginning when
+    it is larger than MAX_EMBEDDED_REPORT_BYTES, saying so)."""
+    if ref.oracle is None:
+        return render_text(ref.run)
+    with ref.path.open("rb") as fh:
+        head = fh.read(MAX_EMBEDDED_REPORT_BYTES + 1)
+    text = head[:MAX_EMBEDDED_REPORT_BYTES].decode("utf-8", errors="replace")
+    if len(head) <= MAX_EMBEDDED_REPORT_BYTES:
+        return text
+    size_mb = ref.path.stat().st_size / 2**20
+    return (
+        f"{text}\n\n[... the first {MAX_EMBEDDED_REPORT_BYTES >> 20} MiB of {size_mb:,.1f} MiB "
+        f"shown; the whole report: {ref.path}]\n"
+    )
 
 
 def _table(refs: list[RunRef]) -> str:
@@ -152,7 +165,7 @@ def run_html(ref: RunRef) -> str:
 
 def sweep_html(refs: list[RunRef], title: str) -> str:
     details = "".join(
-        f"<details><summary>{html.escape(ref.name)}</summary>"
+        f"<details><summary>{escape.text(ref.name)}</summary>"
         f"{websummary.warnings([ref])}{_run_detail(ref, str(n))}</details>"
         for n, ref in enumerate(refs)
     )
@@ -228,7 +241,7 @@ def _problems(problems: list[str]) -> str:
     """Files (or sections of them) that could not be read: named, as on stderr."""
     if not problems:
         return ""
-    lis = "".join(f"<li>{html.escape(p)}</li>" for p in problems)
+    lis = "".join(f"<li>{escape.text(p)}</li>" for p in problems)
     return f'<div class="warn"><strong>Not read (fully)</strong><ul>{lis}</ul></div>'
 
 

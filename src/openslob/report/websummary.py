@@ -15,13 +15,13 @@ is left out of the summary, and a cell that was not measured is "n/a".
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
 
 from openslob.analysis.awrinfo import Column
 from openslob.analysis.compare import described
 from openslob.model.histogram import merged_ops
+from openslob.report import escape
 from openslob.report.petal import LATENCY_LABELS, LATENCY_TITLES, PetalPoint, petal_points
 from openslob.report.webcharts import petal_curves
 from openslob.report.webtable import table
@@ -57,9 +57,9 @@ def _op_p99(refs: Sequence[RunRef], x: str, point: PetalPoint) -> float | None:
 
 def _card(title: str, value: str, detail: str) -> str:
     return (
-        f'<div class="card"><div class="card-k">{html.escape(title)}</div>'
-        f'<div class="card-v">{html.escape(value)}</div>'
-        f'<div class="card-d">{html.escape(detail)}</div></div>'
+        f'<div class="card"><div class="card-k">{escape.text(title)}</div>'
+        f'<div class="card-v">{escape.text(value)}</div>'
+        f'<div class="card-d">{escape.text(detail)}</div></div>'
     )
 
 
@@ -110,7 +110,7 @@ def _io_explained(refs: Sequence[RunRef]) -> str:
                 f"({m['device_reads_per_s']:,.0f} reads/s vs the database's "
                 f"{m['pio_reads_per_s']:,.0f})."
             )
-    return f'<p class="explain">{html.escape(text)}</p>'
+    return f'<p class="explain">{escape.text(text)}</p>'
 
 
 NOT_REACHED = "not reached"
@@ -171,7 +171,7 @@ def knees(refs: Sequence[RunRef]) -> str:
     return (
         "<h3>Knee of each petal curve</h3>"
         + table(rows, KNEE_COLUMNS)
-        + f'<p class="explain">{html.escape(explain)}</p>'
+        + f'<p class="explain">{escape.text(explain)}</p>'
     )
 
 
@@ -231,7 +231,7 @@ def rates(refs: Sequence[RunRef]) -> str:
         "<h3>Latency at the target rates</h3>"
         + table(rows, RATE_COLUMNS)
         + f'<p class="explain">Latency from each op\'s scheduled start (coordinated omission '
-        f"corrected). {html.escape(said)}</p>"
+        f"corrected). {escape.text(said)}</p>"
     )
 
 
@@ -246,7 +246,7 @@ def warnings(refs: Sequence[RunRef]) -> str:
     for text, runs in seen.items():
         where = runs[0] if len(runs) == 1 else f"{len(runs)} runs"
         items.append(
-            f"<li>{html.escape(text)} <span class='where'>({html.escape(where)})</span></li>"
+            f"<li>{escape.text(text)} <span class='where'>({escape.text(where)})</span></li>"
         )
     return f'<div class="warn"><strong>Warnings</strong><ul>{"".join(items)}</ul></div>'
 
@@ -337,13 +337,13 @@ def _facts(title: str, prefix: str, chosen: Sequence[str], values: dict[str, lis
     if not chosen:
         return ""
     items = "".join(
-        f"<tr><th>{html.escape(_name(k, prefix))}</th>"
-        f"<td>{html.escape(', '.join(_shown(k, v) for v in values[k]))}"
+        f"<tr><th>{escape.text(_name(k, prefix))}</th>"
+        f"<td>{escape.text(', '.join(_shown(k, v) for v in values[k]))}"
         f"{' <em>(varies)</em>' if len(values[k]) > 1 else ''}</td></tr>"
         for k in chosen
     )
     return (
-        f'<div class="facts"><h4>{html.escape(title)}</h4><table class="kv">{items}</table></div>'
+        f'<div class="facts"><h4>{escape.text(title)}</h4><table class="kv">{items}</table></div>'
     )
 
 
@@ -380,7 +380,7 @@ def tested(refs: Sequence[RunRef]) -> str:
     varies = [k.removeprefix("config.") for k in keys if len(values[k]) > 1]
     line = (
         f"<p><strong>Varies between the {len(refs)} runs:</strong> "
-        f"{html.escape(', '.join(varies))}</p>"
+        f"{escape.text(', '.join(varies))}</p>"
         if varies and len(refs) > 1
         else ""
     )

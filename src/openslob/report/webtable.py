@@ -9,13 +9,13 @@ Reads rows that analysis/awrinfo.py and analysis/repeats.py build: the same rows
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from openslob.analysis import repeats
 from openslob.analysis.awrinfo import COLUMNS, Column, shown_columns
 from openslob.analysis.stats import spread
+from openslob.report import escape
 
 SortValue = float | str | None
 
@@ -23,15 +23,15 @@ SortValue = float | str | None
 def _attr(value: SortValue) -> str:
     if value is None:
         return ""
-    return html.escape(repr(float(value)) if isinstance(value, int | float) else str(value))
+    return escape.text(repr(float(value)) if isinstance(value, int | float) else str(value))
 
 
 def _header(column: Column) -> str:
-    unit = f'<span class="unit">{html.escape(column.unit)}</span>' if column.unit else ""
+    unit = f'<span class="unit">{escape.text(column.unit)}</span>' if column.unit else ""
     kind = "num" if column.digits is not None else "text"
     return (
         f'<th scope="col" class="{kind}" data-type="{kind}" tabindex="0" '
-        f'title="sort by {html.escape(column.header)}">{html.escape(column.header)}{unit}</th>'
+        f'title="sort by {escape.text(column.header)}">{escape.text(column.header)}{unit}</th>'
     )
 
 
@@ -56,9 +56,9 @@ def table(
                 key = str(key)
             kind = "num" if column.digits is not None else "text"
             na = " na" if shown == column.missing else ""
-            cells.append(f'<td class="{kind}{na}" data-v="{_attr(key)}">{html.escape(shown)}</td>')
+            cells.append(f'<td class="{kind}{na}" data-v="{_attr(key)}">{escape.text(shown)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    cap = f"<caption>{escape.text(caption)}</caption>" if caption else ""
     return (
         f'<div class="table-wrap"><table class="{css} sortable">{cap}<thead><tr>{head}</tr>'
         f"</thead><tbody>{''.join(body)}</tbody></table></div>"

@@ -15,16 +15,15 @@ not measured, and the window's histograms are the sum of these intervals.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
 from openslob.model.histogram import Histogram, bucket_bounds
 from openslob.model.metrics import OP_KINDS
-from openslob.results.stream import csv_cell
+from openslob.results.stream import StreamFile, csv_cell, csv_text
 
 HLOG_SUFFIX = ".hlog"
 PERCENTILES_FILE = "percentiles.csv"
@@ -54,16 +53,23 @@ class HlogWriter:
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
-        self.bytes_written = 0
-        self._files: dict[str, IO[str]] = {}
+        self._files: dict[str, StreamFile] = {}
         self._base: float | None = None
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(f.bytes_written for f in self._files.values())
+
+    @property
+    def lost(self) -> list[str]:
+        return [f.lost for f in self._files.values() if f.lost]
 
     def _open(self, start: float) -> None:
         self._base = start
         stamp = dt.datetime.fromtimestamp(start, dt.UTC).isoformat(" ")
         for kind in OP_KINDS:
-            log = (self.run_dir / f"{kind}{HLOG_SUFFIX}").open("w")
-            log.write(
+            log = StreamFile(self.run_dir / f"{kind}{HLOG_SUFFIX}")
+            log.append(
                 f"#openslob {kind} op latency per sampling interval, values in microseconds\n"
                 "#[Histogram log format version 1.2]\n"
                 f"#[StartTime: {start:.3f} (seconds since epoch), {stamp}]\n"
@@ -82,13 +88,11 @@ class HlogWriter:
         assert self._base is not None
         for kind, log in self._files.items():
             hdr = hdr_of(hists.get(kind) or Histogram())
-            line = (
+            # a line per interval, handed to the kernel at once: a killed client keeps them
+            log.append(
                 f"{start - self._base:.3f},{end - start:.3f},"
                 f"{hdr.get_max_value() / MAX_UNIT_RATIO:.3f},{hdr.encode().decode()}\n"
             )
-            log.write(line)
-            log.flush()  # a killed client keeps every interval written so far
-            self.bytes_written += len(line)
 
     def close(self) -> None:
         for log in self._files.values():
@@ -102,29 +106,31 @@ class PercentileCsv:
 
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / PERCENTILES_FILE
-        self.bytes_written = 0
-        self._file: IO[str] | None = None
-        self._writer: Any = None
+        self._file = StreamFile(self.path)
+
+    @property
+    def bytes_written(self) -> int:
+        return self._file.bytes_written
+
+    @property
+    def lost(self) -> list[str]:
+        return [self._file.lost] if self._file.lost else []
 
     def __call__(self, row: dict[str, Any], hists: dict[str, Histogram]) -> None:
         if row["phase"] != "window":
             return
-        if self._file is None:
-            self._file = self.path.open("w", newline="")
-            self._writer = csv.writer(self._file)
-            self._writer.writerow([*self.COLUMNS, *(f"p{p:g}_us" for p in FIO_PERCENTILES)])
-        start = self._file.tell()
+        if not self._file.records:
+            self._file.append(csv_text([*self.COLUMNS, *(f"p{p:g}_us" for p in FIO_PERCENTILES)]))
+        lines = []
         for kind in OP_KINDS:
             hist = hists.get(kind) or Histogram()
             head = [row["time"], row["elapsed_s"], row["interval"], row["seconds"], kind]
             mean = hist.mean_us()
             values = [hist.percentile_us(p) for p in FIO_PERCENTILES]
-            self._writer.writerow(
-                [*head, hist.count, csv_cell(mean), *(csv_cell(v) for v in values)]
+            lines.append(
+                csv_text([*head, hist.count, csv_cell(mean), *(csv_cell(v) for v in values)])
             )
-        self._file.flush()
-        self.bytes_written += self._file.tell() - start
+        self._file.append("".join(lines))  # an interval's rows whole or not at all
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
+        self._file.close()

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import secrets
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,14 +23,23 @@ from typing import Any, BinaryIO
 
 from openslob.engines import registry
 from openslob.model.errors import ConfigError, OpenslobError
+from openslob.results.shape import check_shape
 
 SCHEMA_VERSION = 2
 RUN_FILE = "run.json"
 
 
+def path_name(label: str | None, default: str = "") -> str:
+    """The one way a label becomes part of a file name (run, repeat and sweep directories):
+    letters, digits, '.', '_' and '-' only, no leading dot, so no label names a directory
+    outside --results-dir or a hidden one (`x/../../escaped` -> `x-..-..-escaped`)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", label or "").strip("-.")
+    return safe or default
+
+
 def run_directory(parent: Path, label: str | None) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-") if label else ""
+    safe = path_name(label)
     path = parent / (f"{stamp}-{safe}" if safe else stamp)
     suffix = 1
     while path.exists():
@@ -46,6 +56,12 @@ MAX_LABEL_BYTES = 200
 def check_results_place(parent: Path, label: str | None, option: str = "--results-dir") -> None:
     """Refuse (exit 2), before anything runs, a label too long to name a directory and a
     results directory that cannot be created or written: not after the run."""
+    try:
+        (label or "").encode()
+    except UnicodeEncodeError as exc:  # bytes that are no UTF-8 (a shell's, a file name's)
+        raise ConfigError(
+            f"--label {label!r} is not UTF-8 text (byte {exc.start + 1}); use UTF-8 text"
+        ) from None
     if label and len(label.encode()) > MAX_LABEL_BYTES:
         raise ConfigError(
             f"--label is {len(label.encode())} bytes long; at most {MAX_LABEL_BYTES} "
@@ -58,6 +74,12 @@ def check_results_place(parent: Path, label: str | None, option: str = "--result
         raise ConfigError(f"{option} {parent}: {existing} is not a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(f"{option} {parent}: {existing} is not writable")
+    try:  # root passes access() everywhere: /proc, /sys and read-only mounts say no here
+        os.rmdir(tempfile.mkdtemp(prefix=".slob-probe-", dir=existing))
+    except OSError as exc:
+        raise ConfigError(
+            f"{option} {parent}: cannot create a directory in {existing} ({exc.strerror})"
+        ) from None
 
 
 class NotSaved(OpenslobError):
@@ -115,10 +137,18 @@ def run_text(run: dict[str, Any]) -> str:
     return text.replace(json.dumps(marker), compact, 1) + "\n"
 
 
-def write_run(path: Path, run: dict[str, Any], report: str = "", *, sync: bool = True) -> int:
+def write_run(
+    path: Path,
+    run: dict[str, Any],
+    report: str = "",
+    *,
+    sync: bool = True,
+    cut_short: list[str] | tuple[str, ...] = (),
+) -> int:
     """run.json and report.txt (when given), each written whole or not at all (the time
     series was written as the run went: results/stream.py); the bytes written. Every file
-    is tried; then NotSaved names those that failed."""
+    is tried; then NotSaved names those that failed, and the streamed files that a full disk
+    `cut_short` (StreamFile.lost)."""
     files = {RUN_FILE: run_text(run)}
     if report:
         files["report.txt"] = report
@@ -128,10 +158,12 @@ def write_run(path: Path, run: dict[str, Any], report: str = "", *, sync: bool =
             write_atomic(path / name, text, sync=sync)
         except OSError as exc:
             failed.append(f"{name} ({exc.strerror or exc})")
-    if failed:
+    if failed or cut_short:
+        what = [f"{', '.join(failed)} not written"] if failed else []
+        what += [f"{', '.join(cut_short)} cut short"] if cut_short else []
         raise NotSaved(
             f"the run finished, but not all of its results were saved in {path}: "
-            f"{', '.join(failed)} not written; the report is printed above",
+            f"{'; '.join(what)}; the report is printed above",
             report,
         )
     return sum(len(text.encode()) for text in files.values())
@@ -157,6 +189,7 @@ def load_run(path: Path, require: tuple[str, ...] = ()) -> dict[str, Any]:
             f"{file}: schema_version {version!r} is newer than this tool "
             f"understands ({SCHEMA_VERSION}); upgrade openslob"
         )
+    check_shape(run, file)
     require_keys(run, require, file)
     return with_engine_words(run)
 

@@ -6,13 +6,20 @@ Each row is handed to the kernel when it is written (flush, no fsync: the page c
 it back within seconds, and a sync per row would be our own I/O on the measured device in
 the middle of the window). What the client wrote this way is counted (bytes) so that a
 report can say how much of the device's write traffic was ours.
+
+A full (or failing) disk stops a file, never the run: the file is cut back to its last whole
+row and written no more, and `lost` names it and why (the run's warnings and its final
+error say which files are incomplete; the report is still printed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
+import os
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from openslob.model.histogram import Histogram
 from openslob.model.metrics import LATENCY_STATS, OP_KINDS
@@ -36,29 +43,83 @@ def csv_cell(value: Any) -> Any:
     return round(value, 3) if isinstance(value, float) else value
 
 
+class StreamFile:
+    """A file appended to as the run goes, whole records at a time: a record the disk cannot
+    take is cut off again (the file ends with the last whole one) and nothing more is
+    written; `lost` then says which file and why."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.bytes_written = 0
+        self.records = 0
+        self.lost: str | None = None
+        self._fd: int | None = None
+
+    def append(self, text: str) -> bool:
+        """Write one record (flushed to the kernel); False once the file is given up."""
+        if self.lost is not None:
+            return False
+        data = text.encode()
+        try:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            self._give_up(exc)
+            return False
+        self.bytes_written += len(data)
+        self.records += 1
+        return True
+
+    def _give_up(self, exc: OSError) -> None:
+        kept = f"{self.records} record(s) kept" if self.records else "nothing kept"
+        self.lost = f"{self.path.name} ({exc.strerror or exc}; {kept})"
+        if self._fd is not None:
+            with contextlib.suppress(OSError):  # cutting frees space: it hardly fails
+                os.ftruncate(self._fd, self.bytes_written)
+            self.close()
+            if not self.bytes_written:
+                self.path.unlink(missing_ok=True)  # no empty file posing as a result
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def csv_text(values: list[Any]) -> str:
+    """One CSV line."""
+    buffer = io.StringIO()
+    csv.writer(buffer).writerow(values)
+    return buffer.getvalue()
+
+
 class TimeseriesWriter:
     """timeseries.csv, one row per call (a Sampler sink)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.bytes_written = 0
-        self._file: IO[str] | None = None
-        self._writer: csv.DictWriter | None = None
+        self._file = StreamFile(path)
+        self._columns: list[str] | None = None
+
+    @property
+    def bytes_written(self) -> int:
+        return self._file.bytes_written
+
+    @property
+    def lost(self) -> list[str]:
+        return [self._file.lost] if self._file.lost else []
 
     def __call__(self, row: dict[str, Any], _hists: dict[str, Histogram]) -> None:
-        if self._writer is None:
-            self._file = self.path.open("w", newline="")
-            self._writer = csv.DictWriter(self._file, fieldnames=list(row), extrasaction="ignore")
-            self._writer.writeheader()
-        assert self._file is not None
-        start = self._file.tell()
-        self._writer.writerow({k: csv_cell(v) for k, v in row.items()})
-        self._file.flush()
-        self.bytes_written += self._file.tell() - start
+        if self._columns is None:
+            self._columns = list(row)
+            self._file.append(csv_text(self._columns))
+        self._file.append(csv_text([csv_cell(row.get(c)) for c in self._columns]))
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
+        self._file.close()
 
 
 def csv_number(cell: Any) -> int | float | None:

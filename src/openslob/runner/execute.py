@@ -193,6 +193,11 @@ def execute(
     run["client"] = client = client_writes(
         sum(f.bytes_written for f in files) + checkpoint.bytes_written, run
     )
+    lost = [name for file in files for name in file.lost]
+    if lost:
+        run["warnings"].append(
+            f"not all of the time series was saved (the results disk failed): {', '.join(lost)}"
+        )
     share = client["pct_of_device_writes"]
     run["notes"].append(
         f"the client wrote {client['bytes_written'] / 1024:,.0f} KiB of results as the run went "
@@ -203,7 +208,7 @@ def execute(
         run["calibration"] = calibration(calibrate_dir, sessions, run, notice)
     try:
         report = render(run) if render is not None else None
-        write_run(run_dir, run, report)  # NotSaved: disk full
+        write_run(run_dir, run, report, cut_short=lost)  # NotSaved: disk full
     finally:
         error = external_script(config["EXTERNAL_SCRIPT"], "end", script_env)
         if error:
@@ -247,7 +252,10 @@ class Checkpoint:
         )
         run["intervals"] = None  # the final run.json's; timeseries.csv has them all
         text = json.dumps(run, default=str, separators=(",", ":"))  # compact: ~1/3 the bytes
-        write_atomic(self.run_dir / RUN_FILE, text, sync=False)
+        try:
+            write_atomic(self.run_dir / RUN_FILE, text, sync=False)
+        except OSError:
+            return  # a full disk ends no run: the final run.json is tried, and named if lost
         self.bytes_written += len(text)
 
 

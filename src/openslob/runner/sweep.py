@@ -36,10 +36,10 @@ from openslob.config.option import parse_value
 from openslob.config.options import OPTIONS_BY_NAME
 from openslob.config.resolve import Config, resolve
 from openslob.engines import registry
-from openslob.model.errors import ConfigError, Terminated
+from openslob.model.errors import ConfigError, OpenslobError, Terminated
 from openslob.model.plan import session_schemas
 from openslob.results.collect import SWEEP_FILE
-from openslob.results.rundir import write_atomic
+from openslob.results.rundir import load_run, path_name, write_atomic
 from openslob.runner import ratesweep
 from openslob.runner.execute import Render, execute
 from openslob.runner.prepare import Notice, Prepared, prepare, restore_layout
@@ -209,7 +209,7 @@ def _combinations(axes: list[tuple[str, list[Any]]]) -> list[dict[str, Any]]:
 
 
 def sweep_directory(results_dir: Path, label: str | None) -> Path:
-    return results_dir / f"sweep-{label or 'default'}"
+    return results_dir / f"sweep-{path_name(label, 'default')}"
 
 
 def _now() -> str:
@@ -231,13 +231,17 @@ def _entry(point: Point, repeat: int) -> dict[str, Any]:
     }
 
 
-def load_or_create(path: Path, plan: SweepPlan, label: str | None) -> dict[str, Any]:
+def load_or_create(
+    path: Path, plan: SweepPlan, label: str | None, notice: Notice = lambda _msg: None
+) -> dict[str, Any]:
     """The sweep.json to work from: the existing one when the plan matches (with the runs a
-    larger REPEAT adds), else a new one."""
+    larger REPEAT adds), else a new one. A damaged one is refused, naming it; a "complete"
+    run whose run.json is missing or damaged is run again."""
     file = path / SWEEP_FILE
     fresh = [_entry(point, repeat) for point, repeat in plan.runs()]
     if file.exists():
-        existing = json.loads(file.read_text())
+        existing = _read_sweep(file, plan)
+        _rerun_lost(path, existing, notice)
         if _comparable(existing) != _comparable({"axes": plan.axes, "base": plan.base}):
             raise ConfigError(
                 f"{path} holds a sweep with a different plan; use another --label "
@@ -259,6 +263,56 @@ def load_or_create(path: Path, plan: SweepPlan, label: str | None) -> dict[str, 
     }
     save(path, sweep)
     return sweep
+
+
+def _read_sweep(file: Path, plan: SweepPlan) -> dict[str, Any]:
+    """sweep.json as this plan can resume it; OpenslobError naming the file and what is
+    wrong (never a run directory outside the sweep's: it is replaced when rerun)."""
+    try:
+        sweep = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        problem = f"not readable ({exc})"
+    else:
+        problem = _sweep_problem(sweep, {p.name for p in plan.points})
+    if problem:
+        raise OpenslobError(
+            f"{file}: a damaged sweep.json ({problem}); move it away to start this sweep "
+            "again, or use another --label"
+        )
+    return sweep
+
+
+def _sweep_problem(sweep: Any, points: set[str]) -> str | None:
+    if not isinstance(sweep, dict) or not isinstance(sweep.get("points"), list):
+        return "no list of points"
+    if not isinstance(sweep.get("base", {}), dict):
+        return "base is not an object"
+    for entry in sweep["points"]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            return "a point without a name"
+        name, point = entry["name"], entry.get("point", entry["name"])
+        repeat = entry.get("repeat", 1)
+        if point not in points or not isinstance(repeat, int) or isinstance(repeat, bool):
+            return f"point {name!r} is not one of this plan's"
+        if not isinstance(entry.get("status"), str):
+            return f"point {name!r} has status {entry.get('status')!r}"
+        if entry.get("run_dir") != run_name(point, repeat) or name != entry["run_dir"]:
+            return f"point {name!r} has run_dir {entry.get('run_dir')!r}"
+    return None
+
+
+def _rerun_lost(path: Path, sweep: dict[str, Any], notice: Notice) -> None:
+    """A "complete" run whose run.json is gone or damaged is pending again."""
+    for entry in sweep["points"]:
+        if entry["status"] != "complete":
+            continue
+        try:
+            status = load_run(path / entry["run_dir"]).get("status")
+        except OpenslobError:
+            status = None
+        if status != "complete":
+            notice(f"{entry['name']}: its run.json is missing or damaged: running it again")
+            entry.update(status="pending", error="run.json missing or damaged: rerun")
 
 
 def _merge_repeats(sweep: dict[str, Any], fresh: list[dict[str, Any]], plan: SweepPlan) -> None:
@@ -341,7 +395,7 @@ def run_sweep(
 ) -> SweepOutcome:
     """The points not yet complete, in order (`render`: each point's text report)."""
     started = time.monotonic()
-    sweep = load_or_create(path, plan, label)
+    sweep = load_or_create(path, plan, label, notice)
     by_point = {p.name: p for p in plan.points}
     shared = _Sweep(path, sweep, label, notice, progress, point_started, render)
     outcome = SweepOutcome(path, sweep)

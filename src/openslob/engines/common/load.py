@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from typing import Any, TypeVar
@@ -28,7 +29,10 @@ def drain(
                 on_done(key, future.result())  # re-raises a loader's error here
             tick()
     except BaseException:
-        cancel()
+        # A server that died cannot take a cancel ("PQcancel() … error 111"): the error
+        # that brought us here says what happened, not the cancel's own failure.
+        with contextlib.suppress(Exception):
+            cancel()
         for future in pending:
             future.cancel()
         raise

@@ -129,16 +129,38 @@ def stop_process(pid: int, timeout: float) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def kill_processes(matches: Callable[[Path], bool]) -> None:
-    """SIGKILL every process whose /proc entry `matches` (a server's orphans)."""
+def find_processes(matches: Callable[[Path], bool]) -> list[int]:
+    """The pids of the live (not zombie) processes whose /proc entry `matches`."""
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if matches(entry):
-                os.kill(int(entry.name), signal.SIGKILL)
+            if matches(entry) and process_running(int(entry.name)):
+                found.append(int(entry.name))
         except (OSError, ValueError):
             continue
+    return found
+
+
+def kill_processes(matches: Callable[[Path], bool]) -> None:
+    """SIGKILL every process whose /proc entry `matches` (a server's orphans: call only once
+    the server's own lock file and socket prove no server of ours lives)."""
+    for pid in find_processes(matches):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def socket_answers(path: Path) -> bool:
+    """Whether something listens on the Unix socket `path`: a server's own proof of life,
+    whatever its pid file says (a backend left by a dead server does not listen)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(2)
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 def log_tail(log_file: Path, markers: tuple[str, ...]) -> str:
@@ -186,6 +208,22 @@ class ServerBase:
             self._ensure_service_user()
             self._prepare_directories()
             return self._start_locked(profile, tcp, port, max_connections)
+
+    def would_restart(
+        self,
+        profile: str | None = None,
+        *,
+        tcp: bool | None = None,
+        port: int | None = None,
+        max_connections: int | None = None,
+    ) -> bool:
+        """Whether start() with these arguments would restart the running server (a
+        settings change ends every session on it)."""
+        if self._running_pid() is None:
+            return False
+        info = self._instance()
+        wanted = self._wanted_settings(info, profile, tcp, port, max_connections)
+        return {k: info.get(k) for k in wanted} != wanted
 
     def status(self) -> ServerState:
         """Absent (never created), stopped, or running with its version and settings as the
@@ -245,6 +283,17 @@ class ServerBase:
         self, profile: str | None, tcp: bool | None, port: int | None, max_connections: int | None
     ) -> ServerState:
         raise NotImplementedError
+
+    def _wanted_settings(
+        self,
+        info: dict[str, Any],
+        profile: str | None,
+        tcp: bool | None,
+        port: int | None,
+        max_connections: int | None,
+    ) -> dict[str, Any]:
+        """What _start_locked compares with the instance's settings (an engine adds its own)."""
+        return self._wanted(info, profile, tcp, port, max_connections)
 
     def _wanted(
         self,

@@ -42,10 +42,12 @@ from openslob.engines.common.server import (
     START_TIMEOUT_S,
     ServerBase,
     default_data_dir,
+    find_processes,
     kill_processes,
     large_cache_mb,
     log_tail,
     process_running,
+    socket_answers,
     stop_process,
 )
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, global_variables
@@ -307,10 +309,7 @@ class EmbeddedMariaDB(ServerBase):
         self, profile: str | None, tcp: bool | None, port: int | None, max_connections: int | None
     ) -> ServerState:
         info = self._instance()
-        wanted = {
-            **self._wanted(info, profile, tcp, port, max_connections),
-            "page_size": self.page_size,
-        }
+        wanted = self._wanted_settings(info, profile, tcp, port, max_connections)
         running = self._running_pid()
         if running and {k: info.get(k) for k in wanted} == wanted:
             return self.status()
@@ -325,6 +324,17 @@ class EmbeddedMariaDB(ServerBase):
         self._launch()
         self._after_start(wanted["tcp"])
         return self.status()
+
+    def _wanted_settings(
+        self,
+        info: dict[str, Any],
+        profile: str | None,
+        tcp: bool | None,
+        port: int | None,
+        max_connections: int | None,
+    ) -> dict[str, Any]:
+        wanted = self._wanted(info, profile, tcp, port, max_connections)
+        return {**wanted, "page_size": self.page_size}
 
     def _write_cnf(self, wanted: dict[str, Any], socket_path: Path) -> None:
         text = render_my_cnf(
@@ -422,12 +432,17 @@ class EmbeddedMariaDB(ServerBase):
     # -------------------------------------------------------- liveness and recovery
 
     def _running_pid(self) -> int | None:
-        """mariadbd's pid when it is alive and really serves our datadir."""
+        """mariadbd's pid when it is alive and really serves our datadir: the pid file's,
+        else the one mariadbd started with our option file (a pid file removed by hand never
+        makes a live server look stopped)."""
         try:
             pid = int(self.pid_file.read_text().split()[0])
         except (OSError, ValueError, IndexError):
-            return None
-        return pid if process_running(pid) and self._serves_us(pid) else None
+            pid = None
+        if pid is not None and process_running(pid) and self._serves_us(pid):
+            return pid
+        found = find_processes(lambda entry: self._serves_us(int(entry.name)))
+        return found[0] if len(found) == 1 else None
 
     def _serves_us(self, pid: int) -> bool:
         try:
@@ -437,9 +452,11 @@ class EmbeddedMariaDB(ServerBase):
         return f"--defaults-file={self.cnf}".encode() in cmdline
 
     def kill_orphans(self) -> None:
-        """Kill a mariadbd started with our option file that the pid file no longer names
-        (a crash between start and pid file, or a pid file deleted by hand)."""
-        if self._running_pid():
+        """Nothing to do: mariadbd is one process, and a live one started with our option file
+        is the server itself (_running_pid finds it, with or without its pid file), never an
+        orphan to kill. Two at once (one hung at start) are killed only once neither answers
+        on the socket."""
+        if self._running_pid() or socket_answers(self.socket_path):
             return
         marker = f"--defaults-file={self.cnf}".encode()
         kill_processes(lambda entry: marker in (entry / "cmdline").read_bytes().split(b"\0"))

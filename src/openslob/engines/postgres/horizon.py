@@ -20,7 +20,8 @@ from psycopg.rows import dict_row
 
 _OLDEST = """
 SELECT n.next_xid, h.kind, h.holder, h.xmin,
-       (n.next_xid % 4294967296 - h.xmin + 4294967296) % 4294967296 AS age_xids,
+       greatest(0, (n.next_xid % 4294967296 - h.xmin + 6442450944) % 4294967296
+                   - 2147483648) AS age_xids,
        h.role, h.application, h.state, h.since, h.query
 FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid) n
 LEFT JOIN LATERAL (
@@ -47,8 +48,11 @@ LEFT JOIN LATERAL (
   ) holders
   ORDER BY age(xmin) DESC LIMIT 1
 ) h ON true
--- age(): xids from the holder's xmin to the next one to be assigned; not PostgreSQL's
--- age(), which stays fixed for the whole of the monitor's (one, long) transaction.
+-- age_xids: xids from the holder's xmin to the next one to be assigned; not PostgreSQL's
+-- age(), which stays fixed for the whole of the monitor's (one, long) transaction. 32-bit
+-- xids wrap: the difference is taken modulo 2^32 as a signed number (PostgreSQL's own xid
+-- comparison), and an xid assigned after our snapshot (a busy update run assigns them every
+-- microsecond) is 0 old, not -3 read as 4,294,967,293.
 """
 
 

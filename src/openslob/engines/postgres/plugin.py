@@ -61,6 +61,19 @@ METRICS = tuple(
 )
 
 
+# libpq's connection parameters that take one of a few words (PostgreSQL 18's list)
+LIBPQ_CHOICES = {
+    "sslmode": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+    "gssencmode": ("disable", "prefer", "require"),
+    "channel_binding": ("disable", "prefer", "require"),
+    "target_session_attrs": (
+        "any", "read-write", "read-only", "primary", "standby", "prefer-standby",
+    ),
+    "load_balance_hosts": ("disable", "random"),
+    "sslnegotiation": ("postgres", "direct"),
+}  # fmt: skip
+
+
 class PostgresWindow(WindowStats):
     """The window's figures from two stats.take_snapshot snapshots."""
 
@@ -146,9 +159,16 @@ class PostgresPlugin(EnginePlugin):
         if target == self.private_target:
             return
         try:
-            conninfo_to_dict(target)
+            params = conninfo_to_dict(target)
         except psycopg.ProgrammingError as exc:
             raise ConfigError(f"--target {redact(target)}: {scrub(str(exc), [target])}") from None
+        # libpq checks these only when it connects, and then it is a connection failure
+        for name, allowed in LIBPQ_CHOICES.items():
+            value = params.get(name)
+            if value is not None and str(value) not in allowed:
+                raise ConfigError(
+                    f"--target {redact(target)}: {name}={value} is not one of {', '.join(allowed)}"
+                )
 
     def private_server(self, data_dir: Path | None, config: Any) -> EmbeddedServer:
         return EmbeddedServer(data_dir)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from importlib import metadata, util
@@ -38,9 +39,11 @@ from openslob.engines.common.server import (
     START_TIMEOUT_S,
     ServerBase,
     default_data_dir,
+    find_processes,
     kill_processes,
     log_tail,
     process_running,
+    socket_answers,
     wait_until_stopped,
 )
 from openslob.engines.postgres.profiles import (
@@ -202,11 +205,9 @@ class EmbeddedServer(ServerBase):
     ) -> ServerState:
         self._install_binaries()
         info = self._instance()
-        # A setup killed inside bulk_load left the load profile: back to the test one.
-        test_profile = info.get("profile_after_load") or info.get("profile", "pio")
+        wanted = self._wanted_settings(info, profile, tcp, port, max_connections)
         if profile != LOAD_PROFILE:
             info.pop("profile_after_load", None)
-        wanted = self._wanted(info, profile or test_profile, tcp, port, max_connections)
         self._initdb()
         running = self._running_pid()
         current = {k: info.get(k) for k in wanted}
@@ -214,6 +215,11 @@ class EmbeddedServer(ServerBase):
             return self.status()
         if running:
             self.stop()
+        elif socket_answers(self._socket_path()):
+            raise ServerError(
+                f"a server answers on {self._socket_path()} but no postmaster of "
+                f"{self.pgdata} can be found: not touching it"
+            )
         self._recover_unclean()
         socket_dir = self._choose_socket_dir(wanted["port"])
         info.update(wanted, socket_dir=str(socket_dir), service_user=self._user_name())
@@ -236,6 +242,18 @@ class EmbeddedServer(ServerBase):
             )
         self._after_start(wanted["tcp"])
         return self.status()
+
+    def _wanted_settings(
+        self,
+        info: dict[str, Any],
+        profile: str | None,
+        tcp: bool | None,
+        port: int | None,
+        max_connections: int | None,
+    ) -> dict[str, Any]:
+        # A setup killed inside bulk_load left the load profile: back to the test one.
+        test_profile = info.get("profile_after_load") or info.get("profile", "pio")
+        return self._wanted(info, profile or test_profile, tcp, port, max_connections)
 
     @contextlib.contextmanager
     def bulk_load(self, notice: Callable[[str], None] = lambda _m: None) -> Iterator[bool]:
@@ -295,9 +313,16 @@ class EmbeddedServer(ServerBase):
         if pid is None:
             self.kill_orphans()
             return False
-        proc = self._pg_ctl("-w", "-t", str(int(timeout)), "-m", "fast", "stop", check=False)
-        if proc.returncode != 0:
-            self._pg_ctl("-w", "-t", "30", "-m", "immediate", "stop", check=False)
+        if self._postmaster_pid_file() == pid:
+            proc = self._pg_ctl("-w", "-t", str(int(timeout)), "-m", "fast", "stop", check=False)
+            if proc.returncode != 0:
+                self._pg_ctl("-w", "-t", "30", "-m", "immediate", "stop", check=False)
+        else:
+            # postmaster.pid is gone (removed by hand): pg_ctl cannot stop it, its signals can
+            # (SIGINT: fast shutdown, SIGQUIT: immediate), to the postmaster proven ours.
+            os.kill(pid, signal.SIGINT)
+            if not wait_until_stopped(pid, timeout):
+                os.kill(pid, signal.SIGQUIT)
         # pg_ctl returns once postmaster.pid is gone; the process itself exits a moment later.
         wait_until_stopped(pid)
         self.kill_orphans()
@@ -326,11 +351,33 @@ class EmbeddedServer(ServerBase):
             return None
 
     def _running_pid(self) -> int | None:
-        """The postmaster's pid when it is alive and really serves our PGDATA."""
-        pid = self._postmaster_pid_file()
-        if pid is None or not process_running(pid):
+        """The postmaster's pid when it is alive and really serves our PGDATA.
+
+        postmaster.pid names it; when that file is gone (removed by hand), the socket's lock
+        file (the postmaster's pid too), else the process in PGDATA that is no backend: a
+        missing pid file never makes a live server look stopped."""
+        for pid in (self._postmaster_pid_file(), self._socket_lock_pid()):
+            if pid is not None and process_running(pid) and self._serves_pgdata(pid):
+                return pid
+        found = find_processes(self._is_postmaster)
+        return found[0] if len(found) == 1 else None
+
+    def _socket_path(self) -> Path:
+        return self.socket_dir / f".s.PGSQL.{self._instance().get('port', DEFAULT_PORT)}"
+
+    def _socket_lock_pid(self) -> int | None:
+        lock = self._socket_path().with_name(self._socket_path().name + ".lock")
+        try:
+            return int(lock.read_text().split("\n", 1)[0])
+        except (OSError, ValueError):
             return None
-        return pid if self._serves_pgdata(pid) else None
+
+    def _is_postmaster(self, entry: Path) -> bool:
+        """A postgres process in our PGDATA that is no backend (backends retitle themselves
+        "postgres: …"; the postmaster keeps the command line it was started with)."""
+        if not self._serves_pgdata(int(entry.name)):
+            return False
+        return not (entry / "cmdline").read_bytes().startswith(b"postgres:")
 
     def _serves_pgdata(self, pid: int) -> bool:
         """A postgres process of ours has our PGDATA as its working directory."""
@@ -347,8 +394,9 @@ class EmbeddedServer(ServerBase):
             pid_file.unlink()
 
     def kill_orphans(self) -> None:
-        """Kill postgres processes still working in our PGDATA with no live postmaster."""
-        if self._running_pid():
+        """Kill postgres processes still working in our PGDATA with no live postmaster:
+        proven by the server itself (no postmaster in PGDATA, its socket does not answer)."""
+        if self._running_pid() or socket_answers(self._socket_path()):
             return
         mine = self.pgdata.resolve()
         kill_processes(lambda entry: Path(os.readlink(entry / "cwd")) == mine)
