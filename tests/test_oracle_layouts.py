@@ -173,8 +173,8 @@ def test_what_was_tested_counts_runs_that_record_nothing(tmp_path: Path) -> None
     page = websummary.tested(refs)
     cells = dict(re.findall(r"<tr><th>([^<]+)</th><td>(.*?)</td></tr>", page))
     # UPDATE_PCT and SESSIONS only from awr.20.8.txt: not the three runs' value
-    assert cells["UPDATE_PCT"] == "20, not recorded (2 of 3 runs) <em>(varies)</em>"
-    assert cells["SESSIONS"] == "8, not recorded (2 of 3 runs) <em>(varies)</em>"
+    assert cells["Updates, % of ops (UPDATE_PCT)"] == "20, not recorded (2 of 3 runs) <em>(varies)</em>"
+    assert cells["Sessions (as run) (SESSIONS)"] == "8, not recorded (2 of 3 runs) <em>(varies)</em>"
     # two hosts recorded, the cluster run none: three different things, not one host
     assert cells["hostname"].startswith("flashhost, mcracpoc2.exampl, not recorded (1 of 3")
     assert "UPDATE_PCT, SESSIONS" in page.split("</p>")[0]  # in the "varies" line

@@ -1,0 +1,119 @@
+"""IntervalBook, Schedule and merge_results without a server: the rules by which sessions'
+per-CALL results become the time series (runner/intervals.py's contract)."""
+
+from __future__ import annotations
+
+import pytest
+
+from openslob.runner.intervals import Interval, IntervalBook, Schedule, merge_results
+
+
+def test_schedule_boundaries_and_indexes() -> None:
+    sched = Schedule(100.0, 102.5, 1.0)
+    assert [sched.boundary(k) for k in (1, 2, 3, 4)] == [101.0, 102.0, 102.5, 102.5]
+    assert sched.last_index() == 3
+    # a boundary belongs to the interval it starts; past the end is the last interval
+    assert [sched.index_at(t) for t in (100.0, 100.99, 101.0, 102.4, 103.0, 99.0)] == [
+        1, 1, 2, 3, 3, 1,
+    ]  # fmt: skip
+
+
+def test_a_phase_without_a_planned_end_goes_on() -> None:
+    sched = Schedule(0.0, None, 0.5)
+    assert sched.boundary(7) == 3.5
+    assert sched.index_at(10.2) == 21
+    with pytest.raises(ValueError, match="no last interval"):
+        sched.last_index()
+
+
+def test_merge_results_sums_counts_and_buckets_keeps_the_span() -> None:
+    first = {
+        "ops_select": 3, "lio": 10, "hist_select": {"5": 2, "6": 1}, "began_epoch": 1.0,
+        "ended_epoch": 2.0, "max_lag_us": 7.0, "next": 9, "pid": 11, "behind_s": 0.5,
+    }  # fmt: skip
+    second = {
+        "ops_select": 2, "lio": 5, "hist_select": {"6": 4, "9": 1}, "began_epoch": 2.0,
+        "ended_epoch": 3.0, "max_lag_us": 3.0, "next": 10, "pid": 12, "behind_s": 0.1,
+    }  # fmt: skip
+    merged = merge_results(merge_results(None, first), second)
+    assert merged["ops_select"] == 5 and merged["lio"] == 15
+    assert merged["hist_select"] == {"5": 2, "6": 5, "9": 1}
+    assert merged["began_epoch"] == 1.0 and merged["ended_epoch"] == 3.0
+    assert merged["max_lag_us"] == 7.0  # the largest lag, not a sum
+    assert merged["pid"] == 12 and merged["behind_s"] == 0.1  # the last CALL's
+    assert "next" not in merged
+    assert first["ops_select"] == 3 and first["hist_select"] == {"5": 2, "6": 1}  # unchanged
+
+
+class _Closed(list):
+    def append_pair(self, interval: Interval, attach: dict) -> None:
+        self.append((interval, attach))
+
+
+def _new_book(sessions: list[int], end: float | None = 3.0) -> tuple[IntervalBook, _Closed]:
+    closed = _Closed()
+    return IntervalBook("window", Schedule(0.0, end, 1.0), sessions, closed.append_pair), closed
+
+
+def test_an_interval_closes_once_every_session_covered_it_and_one_started_later() -> None:
+    book, closed = _new_book([1, 2])
+    assert book.starting(1, 0.0) == (1, 1.0)
+    assert book.starting(2, 0.0) == (1, 1.0)
+    book.returned(1, 0, 1, {"ops_select": 4})
+    book.starting(1, 1.01)
+    book.close_ready()
+    assert closed == []  # session 2 is still in interval 1
+    book.returned(2, 0, 1, {"ops_select": 6})
+    book.close_ready()
+    assert [(iv.index, iv.total()["ops_select"]) for iv, _ in closed] == [(1, 10)]
+    interval = closed[0][0]
+    assert (interval.start, interval.end) == (0.0, 1.0)
+    assert interval.by_session[1]["ops_select"] == 4 and interval.by_session[2]["ops_select"] == 6
+
+
+def test_one_session_closes_its_interval_as_its_next_call_leaves() -> None:
+    """The 1-session case (issue 31): the interval closes when the next CALL is sent, so the
+    counters read at that moment hold exactly that interval's work."""
+    book, closed = _new_book([1])
+    book.starting(1, 0.0)
+    book.returned(1, 0, 1, {"ops_update": 2, "own_commits": 1})
+    book.close_ready()
+    assert closed == []  # nothing has started past interval 1 yet
+    book.starting(1, 1.0)
+    book.close_ready()
+    assert [iv.index for iv, _ in closed] == [1]
+    assert closed[0][0].own_commits == {0: 1}
+
+
+def test_an_op_that_outlasts_an_interval_leaves_it_empty_and_the_op_where_it_started() -> None:
+    book, closed = _new_book([1])
+    book.starting(1, 0.0)
+    book.returned(1, 0, 1, {"ops_select": 1})  # its op ran until 2.3
+    assert book.starting(1, 2.3) == (3, 3.0)
+    book.close_ready()
+    assert [(iv.index, iv.total()) for iv, _ in closed] == [(1, {"ops_select": 1}), (2, None)]
+
+
+def test_the_phase_end_closes_the_rest_with_the_attachment_on_the_last() -> None:
+    book, closed = _new_book([1, 2])
+    book.starting(1, 0.0)
+    book.starting(2, 0.0)
+    book.returned(1, 0, 1, {"ops_select": 1})
+    book.finished(2)  # a session that failed or finished its loops no longer holds closing
+    book.own_commit(0)  # a statistics flush after the last CALL: the last interval's
+    book.close_ready(through=3, attach={"after": "snapshot"})
+    assert [iv.index for iv, _ in closed] == [1, 2, 3]
+    assert [attach for _, attach in closed] == [{}, {}, {"after": "snapshot"}]
+    assert closed[0][0].own_commits == {0: 1}
+
+
+def test_instances_are_kept_apart_and_summed() -> None:
+    book, closed = _new_book([1, 2])
+    book.starting(1, 0.0)
+    book.starting(2, 0.0)
+    book.returned(1, 0, 1, {"pio_reads": 5})
+    book.returned(2, 1, 1, {"pio_reads": 7})
+    book.close_ready(through=1)
+    interval = closed[0][0]
+    assert interval.results[0]["pio_reads"] == 5 and interval.results[1]["pio_reads"] == 7
+    assert interval.total()["pio_reads"] == 12
