@@ -22,11 +22,10 @@ from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model.histogram import Histogram
 from openslob.model.metrics import METRICS
 from openslob.results.openmetrics import BUCKETS_US, exported_names, histogram_buckets, metric_name
+from tests.conftest import invoke
+from tests.integration.test_run import dataset  # noqa: F401  (the same data set as test_run: loaded once)
 
-from .conftest import invoke
-from .test_run import dataset  # noqa: F401  (the same data set as test_run: loaded once)
-
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 DATA = ["--schemas", "2", "--scale", "3000", "--scan-table-sz", "40", "--seed", "99"]
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

@@ -17,9 +17,8 @@ from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model.errors import ConfigError
 from openslob.results.collect import find_runs
 from openslob.runner.sweep import plan_sweep
-
-from .conftest import slob_subprocess
-from .test_run import dataset  # noqa: F401  (the data set DATA: this module's runs need it loaded)
+from tests.conftest import slob_subprocess
+from tests.integration.test_run import dataset  # noqa: F401  (the data set DATA: this module's runs need it loaded)
 
 DATA = ["--schemas", "2", "--scale", "3000", "--scan-table-sz", "40", "--seed", "99"]
 

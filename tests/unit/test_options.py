@@ -17,7 +17,7 @@ from openslob.config.resolve import Config, check_combination, resolve
 from openslob.config.slobconf import read_slob_conf
 from openslob.model.errors import ConfigError
 
-FIXTURE = Path(__file__).parent / "data" / "slob.conf"
+FIXTURE = Path(__file__).parents[1] / "data" / "slob.conf"
 
 
 def opt(name: str) -> Option:

@@ -28,7 +28,7 @@ from openslob.model.secrets import redact, scrub
 from tests.conftest import invoke, make_base_dir, private_mariadb, slob_subprocess
 
 SECRET = "MyS3cretPW"
-RUNS = Path(__file__).parent / "data" / "runs"
+RUNS = Path(__file__).parents[1] / "data" / "runs"
 GOOD_RUN = RUNS / "20261122T052706Z"
 # What a command says about itself before it reaches a target: not an error line.
 ANNOUNCEMENTS = ("setup on ", "run: ", "sweep ", "data set as set up on ")

@@ -32,7 +32,7 @@ from openslob.runner.calibrate import fio_block_bytes
 from openslob.runner.targets import target_strings
 from tests.conftest import invoke
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 RECORDED_RUN = DATA / "runs" / "20261122T053536Z-ro1"  # has a timeseries.csv
 ORACLE_REPORTS = DATA / "oracle" / "slob11g"
 

@@ -15,7 +15,7 @@ from openslob.oracle import awr_rows, combine, parse_report, to_run
 from openslob.oracle.model import label
 from openslob.results.collect import find_runs
 
-DATA = Path(__file__).parent / "data" / "oracle"
+DATA = Path(__file__).parents[1] / "data" / "oracle"
 GLOBAL = DATA / "rac19c" / "awr_rac.txt"
 INST2 = DATA / "rac19c" / "awr.txt"
 

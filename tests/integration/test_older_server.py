@@ -25,8 +25,7 @@ from openslob.engines.postgres.runner import PostgresRunBackend
 from openslob.engines.postgres.server import SERVICE_USER
 from openslob.report.text import render_text
 from openslob.runner.execute import run_benchmark
-
-from .conftest import make_base_dir
+from tests.conftest import make_base_dir
 
 PG15_BIN = Path("/usr/lib/postgresql/15/bin")
 DATA = ["--schemas", "2", "--scale", "2000", "--scan-table-sz", "16", "--seed", "5"]

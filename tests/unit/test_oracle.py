@@ -21,7 +21,7 @@ from openslob.oracle import (
 )
 from openslob.oracle.text import parse_duration_ms
 
-DATA = Path(__file__).parent / "data" / "oracle"
+DATA = Path(__file__).parents[1] / "data" / "oracle"
 AWR11 = DATA / "awr_11.2.0.1_orcl_swingbench.txt"
 AWR19 = DATA / "awr_19c_pdb_racdb1.txt"
 SP12 = DATA / "statspack_12.1.0.2_testing_excerpt.txt"

@@ -31,9 +31,9 @@ from tests.conftest import invoke
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 ARTIFACTS = Path(
-    os.environ.get("SLOB_TEST_ARTIFACTS", Path(__file__).parent.parent / "test-artifacts")
+    os.environ.get("SLOB_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts")
 )
-ORACLE = Path(__file__).parent / "data" / "oracle"
+ORACLE = Path(__file__).parents[1] / "data" / "oracle"
 # test_layout.py's data set (setup is then a no-op there): 2 × 62.5 MB, above shared_buffers,
 # so the short update runs keep one row per page (a cached table updated every few ms bloats).
 DATA = ["--schemas", "2", "--scale", "8000", "--scan-table-sz", "16", "--seed", "31"]

@@ -19,7 +19,7 @@ from openslob.oracle.model import label, name_params
 from openslob.oracle.text import printed_error
 from openslob.results.collect import find_runs
 
-DATA = Path(__file__).parent / "data" / "oracle"
+DATA = Path(__file__).parents[1] / "data" / "oracle"
 KIT11 = DATA / "slob11g" / "awr.txt.32"
 SP12 = DATA / "statspack12" / "sp_11_12.lst"
 RAC_INST = DATA / "rac19c" / "awr.txt"

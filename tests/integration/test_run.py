@@ -24,8 +24,7 @@ from openslob.results.collect import find_runs
 from openslob.results.rundir import load_run
 from openslob.results.schema import validate_run
 from openslob.runner.execute import run_benchmark
-
-from .conftest import make_base_dir, slob_subprocess
+from tests.conftest import make_base_dir, slob_subprocess
 
 # Its own seed: test_setup (seed 1) then rebuilds the pristine layout it checks.
 DATA = {"SCHEMAS": "2", "SCALE": "3000", "SCAN_TABLE_SZ": "40", "SEED": "99"}

@@ -20,7 +20,7 @@ from openslob.engines import api, registry
 from openslob.model.metrics import CORE, METRICS
 
 PLUGINS = registry.PLUGINS
-SRC = Path(__file__).resolve().parents[1] / "src" / "openslob"
+SRC = Path(__file__).resolve().parents[2] / "src" / "openslob"
 ENGINE_DIRS = {p.parent.name for p in (SRC / "engines").glob("*/plugin.py")}
 
 

@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 
 from openslob.engines.common.fsperm import ensure_service_user
+from tests.conftest import make_base_dir
 
-from .conftest import make_base_dir
-
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 USER = "slobtester"
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 

@@ -26,7 +26,7 @@ from openslob.analysis.sustained import detect_degradation, load_timeseries, ren
 from openslob.results.collect import RunRef, find_runs
 from openslob.results.rundir import load_run
 
-RUNS = Path(__file__).parent / "data" / "runs"
+RUNS = Path(__file__).parents[1] / "data" / "runs"
 RO = RUNS / "20261122T053536Z-ro1"  # read-only, complete, select histogram only
 MIXED = RUNS / "20261122T050803Z-smoke"  # UPDATE_PCT=20, complete, select + update
 FAILED = RUNS / "20261122T052706Z"  # server died: database figures and latency are null

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from openslob.engines.postgres.server import EmbeddedServer
+from tests.conftest import make_base_dir
 
-from .conftest import make_base_dir
-
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 EXPECTED = {
     "setup_speed.py": "ratio setup/CTAS",
     "pio_vs_fio.py": "reads ratio",

@@ -19,8 +19,7 @@ from openslob.config.option import BLOCK_SIZE
 from openslob.config.resolve import resolve
 from openslob.engines.postgres.server import SERVICE_USER, EmbeddedServer, wheel_install_dir
 from openslob.model.errors import ConfigError, ServerError
-
-from .conftest import make_base_dir
+from tests.conftest import make_base_dir
 
 
 def _mode(path: Path) -> int:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from openslob.cli import cli
 
-RUNS = Path(__file__).parent / "data" / "runs"
+RUNS = Path(__file__).parents[1] / "data" / "runs"
 READ_ONLY = RUNS / "20261122T053536Z-ro1"
 
 
@@ -137,7 +137,7 @@ def test_html_report_for_a_sweep(sweep_dir: Path, tmp_path: Path) -> None:
     _offline(page)
 
 
-ORACLE = Path(__file__).parent / "data" / "oracle"
+ORACLE = Path(__file__).parents[1] / "data" / "oracle"
 
 
 def test_analyze_oracle_reports(tmp_path: Path) -> None:
@@ -162,7 +162,7 @@ def test_analyze_oracle_reports(tmp_path: Path) -> None:
 
 def _oracle_dir(tmp_path: Path) -> Path:
     """A flashdba-style directory: two readable reports, a broken one, a note, a real cut one."""
-    from tests.test_oracle import SYNTHETIC_ACTIVITY
+    from tests.unit.test_oracle import SYNTHETIC_ACTIVITY
 
     awr = tmp_path / "oracle-x"
     awr.mkdir()
@@ -227,7 +227,7 @@ def test_oracle_names_given_by_pattern(tmp_path: Path) -> None:
     """SLOB's runit.sh leaves awr.txt; a user's directories carry the values instead."""
     from openslob.oracle.model import name_pattern
     from openslob.results.collect import find_runs
-    from tests.test_oracle import SYNTHETIC_ACTIVITY
+    from tests.unit.test_oracle import SYNTHETIC_ACTIVITY
 
     awr11 = (ORACLE / "awr_11.2.0.1_orcl_swingbench.txt").read_text() + SYNTHETIC_ACTIVITY
     awr11 += "\nEnd of Report\n"  # a whole report: find_runs without an error list raises

@@ -14,8 +14,7 @@ import pytest
 
 from openslob.engines.postgres.dataset import PAD_CHARS, PAD_COLUMNS, stream_keys_sql
 from openslob.engines.postgres.server import EmbeddedServer
-
-from .conftest import slob_subprocess
+from tests.conftest import slob_subprocess
 
 SMALL = ("--schemas", "3", "--scale", "3000", "--scan-table-sz", "40")
 

@@ -24,7 +24,7 @@ from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model import combine
 from openslob.results.schema import validate_run
 from tests.conftest import invoke, make_base_dir
-from tests.test_html_report import browser, chart_box, open_page  # noqa: F401  (a fixture)
+from tests.integration.test_html_report import browser, chart_box, open_page  # noqa: F401  (a fixture)
 
 SCALE = 3000  # rows per schema: small, the point is placement and accounting
 

@@ -22,9 +22,9 @@ from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model import rate
 from openslob.results.schema import validate_run
 from openslob.runner.intervals import merge_results
-from tests import test_engines
 from tests.conftest import invoke, slob_subprocess
-from tests.test_engines import DATA, TARGETS, slob
+from tests.integration import test_engines
+from tests.integration.test_engines import DATA, TARGETS, slob
 
 # The two private servers and their tiny data set, as test_engines.py makes them (module
 # fixtures: this module gets its own pair).

@@ -27,7 +27,7 @@ from tests.conftest import invoke, slob_subprocess
 
 LIMIT = 64 * 1024
 DATA = ["--schemas", "2", "--scale", "1000", "--scan-table-sz", "16", "--seed", "43"]
-GOOD_RUN = Path(__file__).parent / "data" / "runs" / "20261122T052706Z"
+GOOD_RUN = Path(__file__).parents[1] / "data" / "runs" / "20261122T052706Z"
 
 
 @dataclass

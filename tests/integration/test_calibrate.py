@@ -15,7 +15,7 @@ from openslob.report.text import render_text
 from openslob.runner.calibrate import CalibrationError, parse_fio_json, require_fio
 from openslob.runner.execute import run_benchmark
 
-FIO_JSON = Path(__file__).parent / "data" / "fio" / "fio-3.33-randread-8k-4jobs.json"
+FIO_JSON = Path(__file__).parents[1] / "data" / "fio" / "fio-3.33-randread-8k-4jobs.json"
 
 
 def test_parse_recorded_fio_json() -> None:

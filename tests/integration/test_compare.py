@@ -38,14 +38,13 @@ from openslob.model.errors import ConfigError
 from openslob.report.petal import petal_points
 from openslob.results.collect import RunRef, find_runs
 from openslob.runner.sweep import load_or_create, plan_sweep
-
-from .conftest import invoke
+from tests.conftest import invoke
 
 # test_run's data set (48 MB beside the pio profile's 22 MB cache: physical reads), so the
 # session server keeps the data set the modules after this one expect.
 DATA = ["--schemas", "2", "--scale", "3000", "--scan-table-sz", "40", "--seed", "99"]
 SHORT = ["--run-time", "2", "--warmup", "0", "--update-pct", "0"]
-ORACLE = Path(__file__).parent / "data" / "oracle" / "slob11g"
+ORACLE = Path(__file__).parents[1] / "data" / "oracle" / "slob11g"
 
 
 def slob(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Result:
