@@ -1,14 +1,20 @@
 """The SLOB data set on PostgreSQL: DDL, parallel load, bookkeeping, repair.
 
 Shape (per schema userN):
-  cf1(custid bigint, c2..c20 text)  SCALE rows, exactly one row per 8 KiB heap page
-  cf2(same columns)                 SCAN_TABLE_SZ rows, unindexed, for full scans
-One row per page comes from fillfactor=10 with a row wider than 10 % of a page: a page that
-already holds a row never has the 90 % free space a second insert would need, yet the HOT
-update of a row fits beside it, so updates keep the layout. Rows stay under the 2 KB TOAST
-threshold and the pad columns are STORAGE PLAIN: PostgreSQL never compresses or moves them.
-Padding is sha512 output in hex, a function of (seed, schema, key, column): reproducible,
-different in every row, and useless to compression or dedupe in the storage below.
+  cf1(custid bigint, c2..c20 bytea)  SCALE rows, exactly one row per 8 KiB heap page
+  cf2(same columns)                  SCAN_TABLE_SZ rows, unindexed, for full scans
+A row is 448 bytes: c2 and c3 hold 192 random bytes each, c4..c20 are empty (layout.py says
+why). One row per page comes from fillfactor=10 with a row wider than 10 % of a page: a page
+that already holds a row never has the 90 % free space a second insert would need, yet ~17
+HOT versions of the row fit beside it, so updates keep the layout.
+
+What the storage sees: every byte of a page is random (sha512 output, 8 bits per byte, a
+function of seed, key and column: reproducible and unique), zeros included. Each row is
+inserted first as a page-wide version (c2 widened to fill the page: it cannot share a page,
+so it always extends the table by one page), then updated in place to the real row (HOT)
+and the wide version pruned by VACUUM. Pruning leaves freed bytes as they were, so the free
+space holds the wide version's random bytes, not zeros. c2 and c3 are STORAGE PLAIN and
+rows stay under the 2 KB TOAST threshold: PostgreSQL never compresses or moves them.
 Keys are inserted in the order of hashint8extended(key, per-schema seed): each schema gets its
 own shuffle, so a WORK_UNIT range of keys lands on ~WORK_UNIT random pages in every schema.
 """
@@ -31,13 +37,20 @@ from openslob.engines.common import tables
 from openslob.engines.common.load import drain
 from openslob.engines.common.tables import schema_order
 from openslob.engines.postgres import layout
-from openslob.engines.postgres.layout import FILLFACTOR, PAD_COLUMNS
+from openslob.engines.postgres.layout import (
+    FILLFACTOR,
+    NARROW_COLUMNS,
+    PAD_COLUMNS,
+    WIDE_BYTES,
+    WIDE_COLUMNS,
+    fill_c2_bytes,
+)
 from openslob.model.errors import SetupError
 
 BLOCK_SIZE = 8192
 # Bump when the table layout changes: setup then rebuilds data made by older versions.
-LAYOUT_VERSION = 1
-PAD_CHARS = 96  # 19 x 97 B + tuple header ~ 1.9 KB: > 819 B (10 % page), < 2032 B (TOAST)
+LAYOUT_VERSION = 2
+SHA512_BYTES = 64
 META_SCHEMA = "openslob"
 META_TABLE = "datasets"
 LOADER_APP = "openslob-load"
@@ -52,13 +65,54 @@ class TableSpec(tables.TableSpec):
 # ------------------------------------------------------------------------------- SQL
 
 
-def pad_expressions(*, aliased: bool = False) -> sql.Composable:
-    """c2..c20 values for key k: left(hex(sha512(k*32+column || salt)), 96)."""
+def random_bytes(key: str, column: int, width: int, salt: str = "salt") -> sql.Composable:
+    """`width` bytes of sha512 output for (key, column, salt): full entropy, reproducible."""
+    pieces = [
+        sql.SQL("sha512(int8send({k}) || int4send({tag}) || {salt})").format(
+            k=sql.SQL(key), tag=sql.Literal(column * 65536 + i), salt=sql.SQL(salt)
+        )
+        for i in range(-(-width // SHA512_BYTES))
+    ]
+    if len(pieces) > 8:  # a wide filler: aggregate instead of a long expression
+        return sql.SQL(
+            "(SELECT substr(string_agg(sha512(int8send({k}) || int4send({tag} + i) || {salt}),"
+            " ''::bytea ORDER BY i), 1, {w}) FROM generate_series(0, {n}) i)"
+        ).format(
+            k=sql.SQL(key),
+            tag=sql.Literal(column * 65536),
+            salt=sql.SQL(salt),
+            w=sql.Literal(width),
+            n=sql.Literal(len(pieces) - 1),
+        )
+    joined = sql.SQL(" || ").join(pieces)
+    if width % SHA512_BYTES:
+        return sql.SQL("substr({}, 1, {})").format(joined, sql.Literal(width))
+    return joined
+
+
+# Columns of a row's page-wide first version get other tags than the real ones: no byte of
+# the wide version (left in the free space) repeats the live row.
+_FILL_TAG = 32
+
+
+def first_version_expressions() -> sql.Composable:
+    """c2..c20 of a row's page-wide first version (c2 widened to fill the page)."""
+    parts = [
+        random_bytes("k", _FILL_TAG + 2, fill_c2_bytes()),
+        random_bytes("k", _FILL_TAG + 3, WIDE_BYTES),
+    ]
+    parts += [sql.SQL("''::bytea") for _ in NARROW_COLUMNS]
+    return sql.SQL(", ").join(parts)
+
+
+def pad_expressions(*, aliased: bool = False, key: str = "k") -> sql.Composable:
+    """c2..c20 of the real row for key k: c2 and c3 random, c4..c20 empty."""
     parts = []
     for col_no, name in enumerate(PAD_COLUMNS, start=2):
-        expr = sql.SQL("left(encode(sha512(int8send(k * 32 + {col}) || salt), 'hex'), {n})").format(
-            col=sql.Literal(col_no), n=sql.Literal(PAD_CHARS)
-        )
+        if name in WIDE_COLUMNS:
+            expr = random_bytes(key, col_no, WIDE_BYTES)
+        else:
+            expr = sql.SQL("''::bytea")
         parts.append(sql.SQL("{} AS {}").format(expr, sql.Identifier(name)) if aliased else expr)
     return sql.SQL(", ").join(parts)
 
@@ -66,10 +120,16 @@ def pad_expressions(*, aliased: bool = False) -> sql.Composable:
 def create_table_sql(spec: TableSpec) -> list[sql.Composed]:
     table = sql.Identifier(spec.schema, spec.table)
     columns = sql.SQL(", ").join(
-        sql.SQL("{} text NOT NULL").format(sql.Identifier(c)) for c in PAD_COLUMNS
+        sql.SQL("{} bytea NOT NULL").format(sql.Identifier(c)) for c in PAD_COLUMNS
     )
+    # c2 and c3 PLAIN: never compressed or moved out of line. The empty c4..c20 MAIN: a
+    # 1-byte header each (PLAIN would give each a 4-byte one, 68 bytes repeated in every
+    # dead row version).
     storage = sql.SQL(", ").join(
-        sql.SQL("ALTER COLUMN {} SET STORAGE PLAIN").format(sql.Identifier(c)) for c in PAD_COLUMNS
+        sql.SQL("ALTER COLUMN {} SET STORAGE {}").format(
+            sql.Identifier(c), sql.SQL("PLAIN" if c in WIDE_COLUMNS else "MAIN")
+        )
+        for c in PAD_COLUMNS
     )
     return [
         sql.SQL("DROP TABLE IF EXISTS {}").format(table),
@@ -105,7 +165,8 @@ def stream_keys_sql() -> sql.SQL:
 
 
 def load_chunk_sql(spec: TableSpec) -> sql.Composed:
-    """Insert the keys of one load stream in this schema's shuffled order."""
+    """Insert the keys of one load stream in this schema's shuffled order, each row as its
+    page-wide first version (one page each)."""
     return sql.SQL(
         "INSERT INTO {table} (custid, {cols}) "
         "SELECT k, {pads} FROM ({keys}) keys, (SELECT int8send(%(seed)s::bigint) AS salt) s"
@@ -113,8 +174,27 @@ def load_chunk_sql(spec: TableSpec) -> sql.Composed:
         keys=stream_keys_sql(),
         table=sql.Identifier(spec.schema, spec.table),
         cols=sql.SQL(", ").join(map(sql.Identifier, PAD_COLUMNS)),
-        pads=pad_expressions(),
+        pads=first_version_expressions(),
     )
+
+
+STREAM_OF = (
+    "abs(mod(hashint8extended(custid, %(seed)s::bigint # {salt}), %(step)s)) = %(first)s - 1"
+).replace("{salt}", str(STREAM_SALT))
+
+
+def shrink_chunk_sql(spec: TableSpec) -> sql.Composed:
+    """Update the rows of one load stream in place (HOT: no index yet) to the real row."""
+    sets = sql.SQL(", ").join(
+        sql.SQL("{} = {}").format(
+            sql.Identifier(c), random_bytes("custid", PAD_COLUMNS.index(c) + 2, WIDE_BYTES)
+        )
+        for c in WIDE_COLUMNS
+    )
+    return sql.SQL(
+        "UPDATE {table} SET {sets} FROM (SELECT int8send(%(seed)s::bigint) AS salt) s"
+        " WHERE {stream}"
+    ).format(table=sql.Identifier(spec.schema, spec.table), sets=sets, stream=sql.SQL(STREAM_OF))
 
 
 META_DDL = sql.SQL(
@@ -296,10 +376,9 @@ class DatasetLoader:
             self._started.setdefault(spec, time.monotonic())
         with self._connection(self._app(spec)) as conn:
             self._session_settings(conn)
-            conn.execute(
-                load_chunk_sql(spec),
-                {"first": first, "last": spec.rows, "step": step, "seed": spec.seed},
-            )
+            params = {"first": first, "last": spec.rows, "step": step, "seed": spec.seed}
+            conn.execute(load_chunk_sql(spec), params)
+            conn.execute(shrink_chunk_sql(spec), params)
             if conn.info.server_version >= 150000:
                 # Publish the insert counts now: a backend flushes them when it goes idle,
                 # lock permitting, else later. Arriving after the table's VACUUM has set

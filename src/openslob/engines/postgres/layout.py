@@ -30,7 +30,51 @@ from psycopg.rows import dict_row
 from openslob.engines.common.tables import TableSpec
 
 PAD_COLUMNS = tuple(f"c{i}" for i in range(2, 21))  # SLOB's CF1 has c2..c20
-FILLFACTOR = 10  # one ~1.9 KB row per page, room for its HOT update beside it
+FILLFACTOR = 10  # one 448-byte row per page, room for ~17 HOT versions of it beside it
+
+# The row: custid, then c2 and c3 holding WIDE_BYTES random bytes each (bytea, STORAGE
+# PLAIN), c4..c20 empty (1-byte short varlena headers). Every update rewrites c2 and c3, so
+# a dead row version left in a page's free space shares only ~40 bytes (header, custid, the
+# empty columns) with the live row: the free space stays incompressible after updates.
+# A row of 448 bytes keeps one row per page at fillfactor 10 (a second insert needs
+# 448 + 7,372 bytes free, a page with one row has 7,712) and leaves room for ~17 HOT
+# versions before a page must be pruned (a 1.9 KB row left room for 3).
+WIDE_COLUMNS = ("c2", "c3")
+NARROW_COLUMNS = PAD_COLUMNS[len(WIDE_COLUMNS) :]
+WIDE_BYTES = 192  # 3 sha512 outputs
+PAGE_HEADER_BYTES = 24
+LINE_POINTER_BYTES = 4
+TUPLE_HEADER_BYTES = 24  # MAXALIGN(23): no null bitmap
+PAGE_BYTES = 8192
+
+
+def _maxalign(n: int) -> int:
+    return (n + 7) & ~7
+
+
+def row_bytes(c2_bytes: int, c3_bytes: int = WIDE_BYTES) -> int:
+    """Stored size of a row (MAXALIGNed) with these widths of c2 and c3: header, custid,
+    c2 and c3 with 4-byte varlena headers (int-aligned), 17 empty 1-byte varlenas."""
+    c3_at = TUPLE_HEADER_BYTES + 8 + 4 + c2_bytes
+    c3_at = (c3_at + 3) & ~3
+    return _maxalign(c3_at + 4 + c3_bytes + len(NARROW_COLUMNS))
+
+
+ROW_BYTES = row_bytes(WIDE_BYTES)
+
+
+def fill_c2_bytes() -> int:
+    """Width of c2 in a row's first version, so that it and the row's real version fill the
+    page to the last byte: setup inserts the wide first version (one per page: it cannot
+    share one), updates it in place to the real row (HOT), and VACUUM prunes it. Pruning
+    does not zero freed space, so the page's free space keeps the wide version's random
+    bytes instead of zeros."""
+    room = PAGE_BYTES - PAGE_HEADER_BYTES - 2 * LINE_POINTER_BYTES - ROW_BYTES
+    width = room - row_bytes(0)
+    while row_bytes(width) > room:
+        width -= 1
+    return width - width % 4
+
 
 # A cf1 may hold this many pages over one per row: a few empty pages are left by two load
 # streams extending the file at once; more means rows moved out of their pages.
@@ -111,8 +155,8 @@ def problems(facts: TableFacts | None, spec: TableSpec) -> list[str]:
         found.append(why)
     if facts.fillfactor != FILLFACTOR:
         found.append(f"fillfactor {facts.fillfactor or 100}, not {FILLFACTOR}")
-    if facts.plain_columns != len(PAD_COLUMNS):
-        found.append("padding not STORAGE PLAIN")
+    if facts.plain_columns != len(WIDE_COLUMNS):
+        found.append("padding (c2, c3) not STORAGE PLAIN")
     if spec.indexed and not (facts.index_valid and facts.index_unique):
         found.append("no valid unique index on custid")
     return found
@@ -147,7 +191,7 @@ def table_facts(conn: psycopg.Connection) -> dict[str, TableFacts]:
     """Every SLOB table of the database ("userN.cf1" -> facts), from the catalog alone."""
     conn.execute("SELECT pg_stat_clear_snapshot()")
     with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute(_FACTS, {"pads": list(PAD_COLUMNS)}).fetchall()
+        rows = cur.execute(_FACTS, {"pads": list(WIDE_COLUMNS)}).fetchall()
     facts = [TableFacts(**row) for row in rows]
     return {f.name: f for f in facts}
 

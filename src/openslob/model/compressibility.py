@@ -1,0 +1,156 @@
+"""What the storage below the database sees: the compression and dedupe ratio of data files.
+
+Inline compression and dedupe in arrays, hyper-converged systems and cloud volumes work on
+fixed chunks (4 KiB or 8 KiB typically). `measure` compresses a sample of a table's bytes
+chunk by chunk with zlib level 1 and LZ4 block mode (the fast codecs such systems use) and
+counts equal 4 KiB chunks. A chunk that does not shrink is stored as it is (counted at its
+raw size), as storage does. Ratios are raw bytes / stored bytes: 1.00 is incompressible.
+
+`sample_offsets` spreads the sample over the whole file (evenly spaced runs of pages), so a
+large table is judged by its whole extent, not its first megabytes, at a bounded cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import lz4.block
+
+CHUNK_SMALL_BYTES = 4096
+CHUNK_LARGE_BYTES = 8192
+# Sample at most this many bytes per table (evenly spaced runs of RUN_BYTES).
+SAMPLE_BYTES = 8 << 20
+RUN_BYTES = 64 << 10
+
+
+@dataclass
+class Compressibility:
+    """Measured ratios of one table's (or a data set's) bytes; None: not measured (reason)."""
+
+    zlib_4k: float | None = None
+    lz4_4k: float | None = None
+    zlib_8k: float | None = None
+    lz4_8k: float | None = None
+    dedupe_4k: float | None = None  # 4 KiB chunks / distinct 4 KiB chunks
+    zero_bytes_pct: float | None = None
+    sampled_bytes: int = 0
+    file_bytes: int = 0
+    source: str = ""  # "local file", "pg_read_binary_file", ...
+    reason: str | None = None  # why not measured
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def unmeasured(cls, reason: str) -> Compressibility:
+        return cls(reason=reason)
+
+
+def _stored(chunk: bytes) -> tuple[int, int]:
+    """Bytes zlib-1 and LZ4 would store for one chunk (never more than the chunk)."""
+    size = len(chunk)
+    z = len(zlib.compress(chunk, 1))
+    lz = len(lz4.block.compress(chunk, store_size=False))
+    return min(z, size), min(lz, size)
+
+
+def _ratios(data: bytes, chunk_bytes: int) -> tuple[float, float]:
+    raw = z_total = lz_total = 0
+    for start in range(0, len(data) - chunk_bytes + 1, chunk_bytes):
+        z, lz = _stored(data[start : start + chunk_bytes])
+        raw += chunk_bytes
+        z_total += z
+        lz_total += lz
+    return raw / max(z_total, 1), raw / max(lz_total, 1)
+
+
+def measure(runs: Iterable[bytes], file_bytes: int, source: str) -> Compressibility:
+    """Ratios over runs of a file's bytes (each run a multiple of 8 KiB, read in place)."""
+    small: list[float] = [0.0, 0.0]
+    large: list[float] = [0.0, 0.0]
+    digests: set[bytes] = set()
+    chunks = zeros = sampled = 0
+    raw_small = raw_large = 0
+    for run in runs:
+        usable = len(run) - len(run) % CHUNK_LARGE_BYTES
+        data = run[:usable]
+        if not data:
+            continue
+        sampled += usable
+        zeros += data.count(0)
+        for start in range(0, usable, CHUNK_SMALL_BYTES):
+            chunk = data[start : start + CHUNK_SMALL_BYTES]
+            digests.add(hashlib.blake2b(chunk, digest_size=16).digest())
+            chunks += 1
+            z, lz = _stored(chunk)
+            small[0] += z
+            small[1] += lz
+            raw_small += CHUNK_SMALL_BYTES
+        for start in range(0, usable, CHUNK_LARGE_BYTES):
+            z, lz = _stored(data[start : start + CHUNK_LARGE_BYTES])
+            large[0] += z
+            large[1] += lz
+            raw_large += CHUNK_LARGE_BYTES
+    if not sampled:
+        return Compressibility(file_bytes=file_bytes, source=source, reason="no pages to read")
+    return Compressibility(
+        zlib_4k=round(raw_small / small[0], 3),
+        lz4_4k=round(raw_small / small[1], 3),
+        zlib_8k=round(raw_large / large[0], 3),
+        lz4_8k=round(raw_large / large[1], 3),
+        dedupe_4k=round(chunks / len(digests), 3),
+        zero_bytes_pct=round(100 * zeros / sampled, 1),
+        sampled_bytes=sampled,
+        file_bytes=file_bytes,
+        source=source,
+    )
+
+
+def sample_offsets(
+    file_bytes: int, sample_bytes: int = SAMPLE_BYTES, run_bytes: int = RUN_BYTES
+) -> list[tuple[int, int]]:
+    """(offset, length) runs covering the file evenly, at most `sample_bytes` in all."""
+    if file_bytes <= sample_bytes:
+        return [(0, file_bytes)] if file_bytes else []
+    count = sample_bytes // run_bytes
+    stride = (file_bytes - run_bytes) // max(count - 1, 1)
+    stride -= stride % CHUNK_LARGE_BYTES
+    return [(i * stride, run_bytes) for i in range(count)]
+
+
+def combine(parts: list[Compressibility]) -> Compressibility:
+    """One figure for several tables: ratios weighted by the bytes sampled from each."""
+    measured = [p for p in parts if p.reason is None and p.sampled_bytes]
+    if not measured:
+        reasons = sorted({p.reason for p in parts if p.reason}) or ["no tables"]
+        return Compressibility.unmeasured("; ".join(reasons))
+    total = sum(p.sampled_bytes for p in measured)
+
+    def harmonic(name: str) -> float:
+        # Ratios of bytes combine through stored bytes: sum(raw) / sum(raw / ratio).
+        return round(total / sum(p.sampled_bytes / getattr(p, name) for p in measured), 3)
+
+    zeros = sum(p.sampled_bytes * (p.zero_bytes_pct or 0.0) for p in measured) / total
+    return Compressibility(
+        zlib_4k=harmonic("zlib_4k"),
+        lz4_4k=harmonic("lz4_4k"),
+        zlib_8k=harmonic("zlib_8k"),
+        lz4_8k=harmonic("lz4_8k"),
+        dedupe_4k=max(p.dedupe_4k or 1.0 for p in measured),
+        zero_bytes_pct=round(zeros, 1),
+        sampled_bytes=total,
+        file_bytes=sum(p.file_bytes for p in measured),
+        source=", ".join(sorted({p.source for p in measured})),
+    )
+
+
+def reader_from_file(path: str, file_bytes: int) -> Iterable[bytes]:
+    """Runs of a local data file, read where sample_offsets says."""
+    with open(path, "rb") as handle:
+        for offset, length in sample_offsets(file_bytes):
+            handle.seek(offset)
+            yield handle.read(length)
