@@ -22,9 +22,14 @@ import lz4.block
 
 CHUNK_SMALL_BYTES = 4096
 CHUNK_LARGE_BYTES = 8192
-# Sample at most this many bytes per table (evenly spaced runs of RUN_BYTES).
+# Sample at most this many bytes per table (evenly spaced runs of RUN_BYTES), and this many
+# for a whole data set (shared by its tables): a few tenths of a second of CPU.
 SAMPLE_BYTES = 8 << 20
+DATASET_SAMPLE_BYTES = 16 << 20
 RUN_BYTES = 64 << 10
+# What "incompressible" means in the checks: the ratio real, random data reaches (headers,
+# line pointers and a page's own copies of its row cost a few per cent).
+INCOMPRESSIBLE_RATIO = 1.15
 
 
 @dataclass
@@ -56,16 +61,6 @@ def _stored(chunk: bytes) -> tuple[int, int]:
     z = len(zlib.compress(chunk, 1))
     lz = len(lz4.block.compress(chunk, store_size=False))
     return min(z, size), min(lz, size)
-
-
-def _ratios(data: bytes, chunk_bytes: int) -> tuple[float, float]:
-    raw = z_total = lz_total = 0
-    for start in range(0, len(data) - chunk_bytes + 1, chunk_bytes):
-        z, lz = _stored(data[start : start + chunk_bytes])
-        raw += chunk_bytes
-        z_total += z
-        lz_total += lz
-    return raw / max(z_total, 1), raw / max(lz_total, 1)
 
 
 def measure(runs: Iterable[bytes], file_bytes: int, source: str) -> Compressibility:
@@ -116,6 +111,7 @@ def sample_offsets(
     """(offset, length) runs covering the file evenly, at most `sample_bytes` in all."""
     if file_bytes <= sample_bytes:
         return [(0, file_bytes)] if file_bytes else []
+    run_bytes = min(run_bytes, sample_bytes)
     count = sample_bytes // run_bytes
     stride = (file_bytes - run_bytes) // max(count - 1, 1)
     stride -= stride % CHUNK_LARGE_BYTES
@@ -148,9 +144,32 @@ def combine(parts: list[Compressibility]) -> Compressibility:
     )
 
 
-def reader_from_file(path: str, file_bytes: int) -> Iterable[bytes]:
+def reader_from_file(path: str, file_bytes: int, sample_bytes: int) -> Iterable[bytes]:
     """Runs of a local data file, read where sample_offsets says."""
     with open(path, "rb") as handle:
-        for offset, length in sample_offsets(file_bytes):
+        for offset, length in sample_offsets(file_bytes, sample_bytes):
             handle.seek(offset)
             yield handle.read(length)
+
+
+def per_table_sample(tables: int, total_bytes: int = DATASET_SAMPLE_BYTES) -> int:
+    """Bytes to sample from each of `tables` so that the data set costs `total_bytes`."""
+    share = total_bytes // max(tables, 1)
+    return max(CHUNK_LARGE_BYTES * 2, min(SAMPLE_BYTES, share - share % CHUNK_LARGE_BYTES))
+
+
+def summary(c: Compressibility) -> str:
+    """One line: 'zlib-1 1.01:1, lz4 1.00:1 per 4 KiB; ...' or 'n/a (reason)'."""
+    if c.reason is not None or c.zlib_4k is None:
+        return f"n/a ({c.reason})"
+    return (
+        f"zlib-1 {c.zlib_4k:.2f}:1, lz4 {c.lz4_4k:.2f}:1 per 4 KiB; "
+        f"zlib-1 {c.zlib_8k:.2f}:1, lz4 {c.lz4_8k:.2f}:1 per 8 KiB; "
+        f"dedupe {c.dedupe_4k:.2f}:1 (4 KiB); {c.zero_bytes_pct:.1f} % zero bytes"
+    )
+
+
+def worst(c: Compressibility) -> float | None:
+    """The highest of the four compression ratios (None: not measured)."""
+    ratios = [c.zlib_4k, c.lz4_4k, c.zlib_8k, c.lz4_8k]
+    return None if any(r is None for r in ratios) else max(r for r in ratios if r is not None)

@@ -11,6 +11,7 @@ from typing import Any
 from openslob.model.metrics import DEFAULT_TERMS, label
 from openslob.report.blocks import NA, WIDTH, fmt, latency_table, per_op, section, table
 from openslob.report.rate import rate_section
+from openslob.report.storage import storage_lines
 
 
 def _gib(size: int | None) -> float | None:
@@ -545,6 +546,7 @@ def render_text(run: dict[str, Any]) -> str:
         _latency(run),
         rate_section(run),
         _work(run),
+        storage_lines(run),
         _io_profile(run),
         _calibration(run),
         _wal(run),

@@ -23,6 +23,7 @@ from openslob.engines.api import (
     VerifyResult,
 )
 from openslob.engines.common import tables
+from openslob.model.compressibility import Compressibility, combine, per_table_sample
 
 
 class SlobEngine(Engine):
@@ -44,6 +45,10 @@ class SlobEngine(Engine):
     @abstractmethod
     def verifier(self) -> contextlib.AbstractContextManager[Any]:
         """A context giving an object with check(spec, reference) -> list[Check]."""
+
+    def relation_compressibility(self, relations: list[str], sample_bytes: int) -> list[Any]:
+        """Measured Compressibility of each relation ("schema.table") of the data set."""
+        return [Compressibility.unmeasured("not measured by this engine") for _ in relations]
 
     def install_after_load(self, schemas: list[str]) -> None:
         """What setup (re)creates after the load besides the tables (the loader may have)."""
@@ -78,6 +83,11 @@ class SlobEngine(Engine):
             for spec, reference in tables.with_references(self.specs(config)):
                 checks += verifier.check(spec, reference)
         return VerifyResult(checks)
+
+    def compressibility(self, config: Config, schemas: list[str]) -> Compressibility:
+        names = [f"{s.schema}.{s.table}" for s in self.specs(config) if s.schema in schemas]
+        parts = self.relation_compressibility(names, per_table_sample(len(names)))
+        return combine(parts)
 
     def destroy(self) -> list[str]:
         self.check_server()

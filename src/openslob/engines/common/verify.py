@@ -7,6 +7,7 @@ from typing import Any
 
 from openslob.engines.api import Check
 from openslob.engines.common.tables import correlation_limit
+from openslob.model.compressibility import INCOMPRESSIBLE_RATIO, Compressibility, summary, worst
 
 
 class VerifierBase(ABC):
@@ -50,3 +51,21 @@ def correlation_check(schema: str, name: str, corr: float | None, rows: int) -> 
         f"|r| < {limit:.3f}",
         measured is not None and abs(measured) < limit,
     )
+
+
+def compression_check(schema: str, name: str, measured: Compressibility) -> Check:
+    """What the storage sees of a table: compression ratios at most INCOMPRESSIBLE_RATIO
+    and no two equal 4 KiB chunks. Not measurable (a remote server without file access):
+    n/a with the reason, not a failure."""
+    wanted = f"<= {INCOMPRESSIBLE_RATIO:.2f}:1 (zlib-1, lz4; 4 and 8 KiB), dedupe 1.00:1"
+    high = worst(measured)
+    if high is None:
+        return Check(schema, name, summary(measured), wanted, True)
+    ok = high <= INCOMPRESSIBLE_RATIO and measured.dedupe_4k == 1.0
+    return Check(schema, name, summary(measured), wanted, ok)
+
+
+def index_compression_check(schema: str, name: str, measured: Compressibility) -> Check:
+    """An index's ratio, stated: its keys are the engine's (small integers compress), and
+    making them incompressible would change the work per op. Informational."""
+    return Check(schema, name, summary(measured), "measured (keys are small integers)", True)

@@ -14,7 +14,12 @@ from collections.abc import Iterator
 
 import psycopg
 
-from openslob.model.compressibility import Compressibility, measure, sample_offsets
+from openslob.model.compressibility import (
+    SAMPLE_BYTES,
+    Compressibility,
+    measure,
+    sample_offsets,
+)
 
 SEGMENT_BYTES = 1 << 30  # PostgreSQL splits a relation into 1 GiB files (default build)
 
@@ -33,8 +38,8 @@ def _where(conn: psycopg.Connection, relation: str) -> tuple[str, str, int] | st
     return str(row[0]), str(row[1]), int(row[2])
 
 
-def _local_runs(base: str, file_bytes: int) -> Iterator[bytes]:
-    for offset, length in sample_offsets(file_bytes):
+def _local_runs(base: str, file_bytes: int, sample_bytes: int) -> Iterator[bytes]:
+    for offset, length in sample_offsets(file_bytes, sample_bytes):
         segment, within = divmod(offset, SEGMENT_BYTES)
         path = base if segment == 0 else f"{base}.{segment}"
         with open(path, "rb") as handle:
@@ -42,8 +47,10 @@ def _local_runs(base: str, file_bytes: int) -> Iterator[bytes]:
             yield handle.read(min(length, SEGMENT_BYTES - within))
 
 
-def _remote_runs(conn: psycopg.Connection, rel_path: str, file_bytes: int) -> Iterator[bytes]:
-    for offset, length in sample_offsets(file_bytes):
+def _remote_runs(
+    conn: psycopg.Connection, rel_path: str, file_bytes: int, sample_bytes: int
+) -> Iterator[bytes]:
+    for offset, length in sample_offsets(file_bytes, sample_bytes):
         segment, within = divmod(offset, SEGMENT_BYTES)
         path = rel_path if segment == 0 else f"{rel_path}.{segment}"
         row = conn.execute(
@@ -54,7 +61,9 @@ def _remote_runs(conn: psycopg.Connection, rel_path: str, file_bytes: int) -> It
         yield bytes(row[0])
 
 
-def relation_compressibility(conn: psycopg.Connection, relation: str) -> Compressibility:
+def relation_compressibility(
+    conn: psycopg.Connection, relation: str, sample_bytes: int = SAMPLE_BYTES
+) -> Compressibility:
     """Measured ratios of one relation's data file (a sample spread over the whole file)."""
     where = _where(conn, relation)
     if isinstance(where, str):
@@ -62,12 +71,12 @@ def relation_compressibility(conn: psycopg.Connection, relation: str) -> Compres
     data_dir, rel_path, file_bytes = where
     local = os.path.join(data_dir, rel_path)
     if os.access(local, os.R_OK) and os.path.getsize(local) == min(file_bytes, SEGMENT_BYTES):
-        return measure(_local_runs(local, file_bytes), file_bytes, "local file")
+        return measure(_local_runs(local, file_bytes, sample_bytes), file_bytes, "local file")
     try:
         conn.execute("SELECT pg_read_binary_file(%s, 0, 0)", [rel_path])
     except psycopg.Error as exc:
         return Compressibility.unmeasured(
-            "data file neither local nor readable through the server "
-            f"({str(exc).splitlines()[0]})"
+            f"data file neither local nor readable through the server ({str(exc).splitlines()[0]})"
         )
-    return measure(_remote_runs(conn, rel_path, file_bytes), file_bytes, "pg_read_binary_file")
+    runs = _remote_runs(conn, rel_path, file_bytes, sample_bytes)
+    return measure(runs, file_bytes, "pg_read_binary_file")
