@@ -93,11 +93,11 @@ def measure(runs: Iterable[bytes], file_bytes: int, source: str) -> Compressibil
     if not sampled:
         return Compressibility(file_bytes=file_bytes, source=source, reason="no pages to read")
     return Compressibility(
-        zlib_4k=round(raw_small / small[0], 3),
-        lz4_4k=round(raw_small / small[1], 3),
-        zlib_8k=round(raw_large / large[0], 3),
-        lz4_8k=round(raw_large / large[1], 3),
-        dedupe_4k=round(chunks / len(digests), 3),
+        zlib_4k=round(raw_small / small[0], 2),
+        lz4_4k=round(raw_small / small[1], 2),
+        zlib_8k=round(raw_large / large[0], 2),
+        lz4_8k=round(raw_large / large[1], 2),
+        dedupe_4k=round(chunks / len(digests), 2),
         zero_bytes_pct=round(100 * zeros / sampled, 1),
         sampled_bytes=sampled,
         file_bytes=file_bytes,
