@@ -158,15 +158,25 @@ def test_another_sessions_snapshot_is_reported_then_refused_and_repaired(
         other.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         other.execute("SELECT count(*) FROM user1.cf2").fetchone()
         pid = other.info.backend_pid
-        result = run(fresh_dataset, tmp_path, UPDATE_PCT=100, RUN_TIME=5)
+        # ~17 versions of a row fit its page: every op in a 1 MB hot spot (128 rows) updates
+        # each row there far more often than that while the snapshot is held.
+        hot = {"DO_HOTSPOT": "TRUE", "HOTSPOT_MB": 1, "HOTSPOT_FREQUENCY": 1}
+        result = run(fresh_dataset, tmp_path, UPDATE_PCT=100, RUN_TIME=5, **hot)
         other.rollback()
     held = [w for w in result["warnings"] if "held back" in w]
     assert held and f"session {pid}" in held[0] and f"pg_terminate_backend({pid})" in held[0]
     hold = result["horizon"]["holds"][0]
     assert hold["holder"] == str(pid) and hold["application"] == "someone-else"
     assert hold["held_s"] >= 3
-    assert any("tables grew during the window" in w for w in result["warnings"])
-    assert any("UPDATE ops did" in w and "more than" in w for w in result["warnings"])
+    assert any("tables grew during the window" in w for w in result["warnings"]), (
+        result["tables"],
+        result["work_per_op"],
+    )
+    assert any("UPDATE ops did" in w and "more than" in w for w in result["warnings"]), (
+        result["warnings"],
+        result["tables"],
+        result["work_per_op"],
+    )
     grown = result["tables"]["user1.cf1"]  # before: after the warm-up, already growing
     assert grown["after"]["pages"] > max(max_pages(SCALE), grown["before"]["pages"])
     assert (

@@ -31,6 +31,7 @@ from openslob.engines.common import tables
 from openslob.engines.common.load import drain
 from openslob.engines.common.tables import schema_order
 from openslob.engines.mariadb.connection import connect, ident, page_size
+from openslob.engines.mariadb.datafiles import flush_tables
 from openslob.engines.mariadb.layout import PAD_COLUMNS, RowLayout, layout_for
 from openslob.model.errors import SetupError
 
@@ -365,6 +366,7 @@ class DatasetLoader:
                     conn, f"{tag}ALTER TABLE {spec.name} ADD UNIQUE INDEX custid (custid)"
                 )
             self._execute(conn, f"{tag}ANALYZE TABLE {spec.name}")
+            flush_tables(conn, [(spec.schema, spec.table)])  # files current: what storage sees
             seconds = time.monotonic() - started
             self._mark(conn, spec, layout, "complete", seconds)
             pages = self._pages(conn, spec, layout)

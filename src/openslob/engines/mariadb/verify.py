@@ -22,8 +22,9 @@ from typing import Any
 import pymysql
 
 from openslob.engines.api import Check
-from openslob.engines.common.verify import VerifierBase, correlation_check
+from openslob.engines.common.verify import VerifierBase, compression_check, correlation_check
 from openslob.engines.mariadb.connection import ident
+from openslob.engines.mariadb.datafiles import flush_tables, table_compressibility
 from openslob.engines.mariadb.dataset import (
     LAYOUT_VERSION,
     META_DB,
@@ -58,7 +59,11 @@ class TableVerifier(VerifierBase):
         return bool(found)
 
     def table_checks(self, spec: TableSpec) -> list[Check]:
-        return self._content(spec) + self._pages(spec) + self._meta(spec) + self._storage(spec)
+        checks = self._content(spec) + self._pages(spec) + self._meta(spec) + self._storage(spec)
+        # The file holds the rows and the custid index: one ratio for both.
+        flush_tables(self.conn, [(spec.schema, spec.table)])
+        measured = table_compressibility(self.conn, spec.schema, spec.table, self.layout.page_size)
+        return [*checks, compression_check(spec.schema, f"{spec.table} compression", measured)]
 
     def _content(self, spec: TableSpec) -> list[Check]:
         rows, min_key, max_key, min_pk, max_pk, corr = self._one(
