@@ -267,11 +267,23 @@ class DatasetLoader:
         found = layout.problems(facts.get(f"{spec.schema}.{spec.table}"), spec)
         return "; ".join(found) or None
 
+    @staticmethod
+    def _count_where_unseen(
+        conn: psycopg.Connection, specs: list[TableSpec], facts: dict[str, layout.TableFacts]
+    ) -> None:
+        """Tables whose statistics no longer cover their load (reset, crash): rows and key
+        range counted from the table, not taken from statistics that forgot the deletes."""
+        for spec in specs:
+            found = facts.get(f"{spec.schema}.{spec.table}")
+            if found is not None and not layout.statistics_cover_load(found, spec.rows):
+                layout.count_rows(conn, found)
+
     def plan(self, specs: list[TableSpec]) -> tables.Plan[TableSpec]:
         """Split the wanted tables into those to load (with the reason) and the valid ones."""
         with self._connection(LOADER_APP) as conn:
             current = self._current(conn)
             facts = layout.table_facts(conn)
+            self._count_where_unseen(conn, specs, facts)
             plan: tables.Plan[TableSpec] = tables.Plan()
             for spec in specs:
                 meta = current.get((spec.schema, spec.table), {})

@@ -113,6 +113,10 @@ class TableFacts:
     index_valid: bool | None
     index_unique: bool | None
     plain_columns: int
+    inserted_rows: int | None = None  # n_tup_ins: since the load, unless statistics were reset
+    counted: bool = False  # live_rows and the key range counted from the table itself
+    min_key: int | None = None
+    max_key: int | None = None
 
     @property
     def name(self) -> str:
@@ -152,6 +156,8 @@ def problems(facts: TableFacts | None, spec: TableSpec) -> list[str]:
     found = []
     if facts.rows is not None and facts.rows != spec.rows:
         found.append(f"{facts.rows:,} rows, not {spec.rows:,}")
+    if facts.counted and (facts.min_key, facts.max_key) != (1, spec.rows):
+        found.append(f"keys {facts.min_key}..{facts.max_key}, not 1..{spec.rows}")
     if facts.pages < spec.rows:
         found.append(f"{facts.pages:,} pages for {spec.rows:,} rows")
     if (why := bloat(facts, spec.rows)) is not None:
@@ -188,6 +194,26 @@ LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
 LEFT JOIN pg_index i ON i.indrelid = c.oid
 WHERE c.relkind = 'r' AND n.nspname ~ '^user[0-9]+$' AND c.relname IN ('cf1', 'cf2')
 """
+
+
+def statistics_cover_load(facts: TableFacts, rows: int) -> bool:
+    """Whether the statistics saw the load: its inserts are still counted. A statistics reset
+    (pg_stat_reset) or a crash clears them, and with them every delete since: the rows must
+    then be counted from the table."""
+    return facts.live_rows is not None and (facts.inserted_rows or 0) >= rows
+
+
+def count_rows(conn: psycopg.Connection, facts: TableFacts) -> None:
+    """Rows and key range from the table itself (through the custid index where there is
+    one: an index-only scan on a vacuumed table)."""
+    from psycopg import sql
+
+    table = sql.Identifier(facts.schema, facts.table)
+    rows, low, high = conn.execute(
+        sql.SQL("SELECT count(*), min(custid), max(custid) FROM {}").format(table)
+    ).fetchone()
+    facts.live_rows, facts.min_key, facts.max_key = int(rows), low, high
+    facts.counted = True
 
 
 def table_facts(conn: psycopg.Connection) -> dict[str, TableFacts]:
