@@ -231,8 +231,10 @@ def test_every_sweep_point_starts_on_a_valid_layout(fresh_dataset, tmp_path, db)
     other = psycopg.connect(fresh_dataset.conninfo(), application_name="someone-else")
     other.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     other.execute("SELECT count(*) FROM user1.cf2").fetchone()
+    # A 1 MB hot spot takes each of its rows past the 17 versions its page holds.
+    hot = {"DO_HOTSPOT": "TRUE", "HOTSPOT_MB": "1", "HOTSPOT_FREQUENCY": "1"}
     plan = plan_sweep(
-        {**PARAMS, "UPDATE_PCT": "100,0", "SESSIONS": "2", "RUN_TIME": "4", "WARMUP": "0"},
+        {**PARAMS, **hot, "UPDATE_PCT": "100,0", "SESSIONS": "2", "RUN_TIME": "4", "WARMUP": "0"},
         None,
         tmp_path,
     )

@@ -138,7 +138,7 @@ class Engine(ABC):
         by hand, bloated)."""
 
     @abstractmethod
-    def recorded_dataset(self) -> dict[str, int] | None:
+    def recorded_dataset(self) -> dict[str, float] | None:
         """SCHEMAS, SCALE, SCAN_TABLE_SZ and SEED of the data set setup recorded on this
         target (its bookkeeping, read only); None when there is none. A command not given
         them works on this data set (runner/dataset.py)."""

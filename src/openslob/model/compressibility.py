@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -71,20 +71,28 @@ def _stored(chunk: bytes) -> tuple[int, int]:
     return min(z, size), min(lz, size)
 
 
-def written_pages(run: bytes, page_bytes: int) -> tuple[bytes, int]:
-    """The run without its all-zero pages (never written by the database), and how many."""
+PageFilter = Callable[[bytes], bool]
+
+
+def written_pages(run: bytes, page_bytes: int, keep: PageFilter | None = None) -> tuple[bytes, int]:
+    """The run without its all-zero pages (never written by the database), and how many;
+    `keep` further selects pages (e.g. only a table's rows, not its index nodes)."""
     kept, skipped = [], 0
     for start in range(0, len(run) - page_bytes + 1, page_bytes):
         page = run[start : start + page_bytes]
         if page.count(0) == page_bytes:
             skipped += 1
-        else:
+        elif keep is None or keep(page):
             kept.append(page)
     return b"".join(kept), skipped
 
 
 def measure(
-    runs: Iterable[bytes], file_bytes: int, source: str, page_bytes: int = CHUNK_LARGE_BYTES
+    runs: Iterable[bytes],
+    file_bytes: int,
+    source: str,
+    page_bytes: int = CHUNK_LARGE_BYTES,
+    keep: PageFilter | None = None,
 ) -> Compressibility:
     """Ratios over runs of a file's bytes (read in place), all-zero database pages of
     `page_bytes` left out (counted in unwritten_pages)."""
@@ -94,7 +102,7 @@ def measure(
     chunks = zeros = sampled = unwritten = 0
     raw_small = raw_large = 0
     for run in runs:
-        data, skipped = written_pages(run, max(page_bytes, CHUNK_LARGE_BYTES))
+        data, skipped = written_pages(run, max(page_bytes, CHUNK_LARGE_BYTES), keep)
         unwritten += skipped
         usable = len(data)
         if not data:

@@ -99,7 +99,7 @@ class SlobEngine(Engine):
     def missing_tables(self, config: Config, schemas: list[str]) -> dict[str, str]:
         return tables.missing_tables(self._loader, config, self.table_spec, schemas)
 
-    def recorded_dataset(self) -> dict[str, int] | None:
+    def recorded_dataset(self) -> dict[str, float] | None:
         return tables.recorded_parameters(self._loader.recorded_tables())
 
     def has_data(self) -> bool:

@@ -59,20 +59,31 @@ def correlation_check(schema: str, name: str, corr: float | None, rows: int) -> 
     )
 
 
-def compression_check(schema: str, name: str, measured: Compressibility) -> Check:
-    """What the storage sees of a table: compression ratios at most INCOMPRESSIBLE_RATIO
-    and (almost) no two equal 4 KiB chunks (DEDUPE_LIMIT). Not measurable (a remote server
-    without file access):
-    n/a with the reason, not a failure."""
+def compression_check(
+    schema: str, name: str, measured: Compressibility, target: float = 1.0
+) -> Check:
+    """What the storage sees of a table: incompressible (ratios at most INCOMPRESSIBLE_RATIO
+    and almost no two equal 4 KiB chunks: DEDUPE_LIMIT), or with COMPRESS_RATIO > 1 the
+    4 KiB ratios of zlib-1 and lz4 within 10 % of it. Not measurable (a remote server
+    without file access): n/a with the reason, not a failure."""
+    dedupe_ok = (measured.dedupe_4k or 1.0) <= DEDUPE_LIMIT
+    if target > 1.0:
+        low, high = target * 0.9, target * 1.1
+        wanted = f"{low:.2f}..{high:.2f}:1 (zlib-1, lz4; 4 KiB), dedupe <= {DEDUPE_LIMIT:.2f}:1"
+        if measured.zlib_4k is None or measured.lz4_4k is None:
+            return Check(schema, name, summary(measured), wanted, True)
+        hits = all(low <= r <= high for r in (measured.zlib_4k, measured.lz4_4k))
+        return Check(schema, name, summary(measured), wanted, hits and dedupe_ok)
     wanted = (
         f"<= {INCOMPRESSIBLE_RATIO:.2f}:1 (zlib-1, lz4; 4 and 8 KiB), "
         f"dedupe <= {DEDUPE_LIMIT:.2f}:1"
     )
-    high = worst(measured)
-    if high is None:
+    worst_ratio = worst(measured)
+    if worst_ratio is None:
         return Check(schema, name, summary(measured), wanted, True)
-    ok = high <= INCOMPRESSIBLE_RATIO and (measured.dedupe_4k or 1.0) <= DEDUPE_LIMIT
-    return Check(schema, name, summary(measured), wanted, ok)
+    return Check(
+        schema, name, summary(measured), wanted, worst_ratio <= INCOMPRESSIBLE_RATIO and dedupe_ok
+    )
 
 
 def index_compression_check(schema: str, name: str, measured: Compressibility) -> Check:

@@ -56,7 +56,8 @@ class TableVerifier(VerifierBase):
     def table_checks(self, spec: TableSpec) -> list[Check]:
         checks = self._layout(spec) + self._bloat(spec) + self._meta(spec) + self._storage(spec)
         measured = relation_compressibility(self.conn, f"{spec.schema}.{spec.table}")
-        return [*checks, compression_check(spec.schema, f"{spec.table} compression", measured)]
+        name = f"{spec.table} compression"
+        return [*checks, compression_check(spec.schema, name, measured, spec.ratio)]
 
     def _layout(self, spec: TableSpec) -> list[Check]:
         rows, used, max_per_page, min_key, max_key, corr, pages = self.conn.execute(

@@ -293,19 +293,23 @@ $body$
 """
 
 
-def _set_list(columns: tuple[str, ...]) -> sql.Composable:
-    """New c2 and c3: WIDE_BYTES of sha512(v, key, column); empty columns stay empty."""
+def _set_list(columns: tuple[str, ...], ratio: float = 1.0) -> sql.Composable:
+    """New c2 and c3: WIDE_BYTES of sha512(v, key, column) (at the data set's
+    COMPRESS_RATIO); empty columns stay empty."""
     sets = []
     for c in columns:
         if c in WIDE_COLUMNS:
-            value = random_bytes("custid", PAD_COLUMNS.index(c) + 2, WIDE_BYTES, salt="v")
+            column = PAD_COLUMNS.index(c) + 2
+            value = random_bytes("custid", column, WIDE_BYTES, salt="v", ratio=ratio)
         else:
             value = sql.SQL("''::bytea")
         sets.append(sql.SQL("{} = {}").format(sql.Identifier(c), value))
     return sql.SQL(", ").join(sets)
 
 
-def procedure_ddl(schema: str, server_version: int, hot_schema: str = "user1") -> sql.Composed:
+def procedure_ddl(
+    schema: str, server_version: int, hot_schema: str = "user1", ratio: float = 1.0
+) -> sql.Composed:
     """CREATE OR REPLACE PROCEDURE userN.slob_work for one schema."""
     return sql.SQL(_TEMPLATE).format(
         proc=sql.Identifier(schema, PROCEDURE),
@@ -313,8 +317,8 @@ def procedure_ddl(schema: str, server_version: int, hot_schema: str = "user1") -
         cf2=sql.Identifier(schema, "cf2"),
         hot_cf1=sql.Identifier(hot_schema, "cf1"),
         hot_cf2=sql.Identifier(hot_schema, "cf2"),
-        heavy_set=_set_list(PAD_COLUMNS),
-        lite_set=_set_list(LITE_COLUMNS),
+        heavy_set=_set_list(PAD_COLUMNS, ratio),
+        lite_set=_set_list(LITE_COLUMNS, ratio),
         slots=sql.SQL(str(SLOTS)),
         bucket=_bucket_code(indent=16),
         late1=sql.SQL(str(LATE_1MS_US)),
@@ -422,9 +426,31 @@ def ash_block(
     )
 
 
+def recorded_ratios(conn: psycopg.Connection) -> dict[str, float]:
+    """COMPRESS_RATIO each schema's cf1 was loaded with (updates write the same)."""
+    meta = f"{META_SCHEMA}.datasets"
+    if conn.execute("SELECT to_regclass(%s)", [meta]).fetchone()[0] is None:
+        return {}
+    has_ratio = conn.execute(
+        "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass"
+        " AND attname = 'compress_ratio' AND NOT attisdropped",
+        [meta],
+    ).fetchone()[0]
+    if not has_ratio:
+        return {}
+    rows = conn.execute(
+        sql.SQL("SELECT schema_name, compress_ratio FROM {} WHERE table_name = 'cf1'").format(
+            sql.Identifier(META_SCHEMA, "datasets")
+        )
+    ).fetchall()
+    return {r[0]: float(r[1]) for r in rows}
+
+
 def install_procedures(conn: psycopg.Connection, schemas: list[str]) -> None:
+    ratios = recorded_ratios(conn)
     for schema in schemas:
-        conn.execute(procedure_ddl(schema, conn.info.server_version))
+        ddl = procedure_ddl(schema, conn.info.server_version, ratio=ratios.get(schema, 1.0))
+        conn.execute(ddl)
     # Left by earlier versions, whose wait sampler was a function in this database.
     conn.execute(
         sql.SQL("DROP FUNCTION IF EXISTS {}(text, float8, float8, float8)").format(
