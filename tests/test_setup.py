@@ -278,6 +278,19 @@ def _setting_direct_io(server: EmbeddedServer) -> str:
     return _fresh_query(server, "SELECT current_setting('debug_io_direct')")
 
 
+def test_compress_ratio_is_written_and_measured(server: EmbeddedServer, slob, db) -> None:
+    """COMPRESS_RATIO 2: zlib-1 and lz4 store half of each 4 KiB chunk (within 10 %)."""
+    args = ("--schemas", "1", "--scale", "400", "--scan-table-sz", "0", "--seed", "5")
+    result = slob("setup", *args, "--compress-ratio", "2")
+    assert result.exit_code == 0, result.output
+    measured = relation_compressibility(db, "user1.cf1")
+    assert 1.8 <= measured.zlib_4k <= 2.2 and 1.8 <= measured.lz4_4k <= 2.2, measured
+    checked = slob("verify", *args)  # the ratio comes from the data set as set up
+    assert checked.exit_code == 0, checked.output
+    assert "COMPRESS_RATIO=2.0" in checked.stderr and "1.80..2.20:1" in checked.output
+    assert slob("setup", *SMALL).exit_code == 0  # restore the module's data set
+
+
 def test_invalid_value_touches_nothing(tmp_path: Path, slob) -> None:
     never = tmp_path / "never-created"
     result = slob("setup", "--scale", "10", data_dir=never)
