@@ -155,7 +155,7 @@ def test_data_sets_must_agree_on_what_is_taken(tmp_path: Path) -> None:
     none = Found("c", None, None)
     assert agreed([none], ["SCALE"]) is None
     assert agreed([none, a], ["SCALE"]) == {"SCALE": 2048}  # a target without one: no say
-    assert agreed([a, b], ["SCHEMAS", "SEED"]) == {"SCHEMAS": 2, "SEED": 1, "COMPRESS_RATIO": 1.0}
+    assert agreed([a, b], ["SCHEMAS", "SEED"]) == {"SCHEMAS": 2, "SEED": 1}
     with pytest.raises(ConfigError, match=r"^SCALE is not given and the data sets differ.*--scale"):
         agreed([a, b], ["SCHEMAS", "SCALE"])
     # a value taken must fit the given ones as a flag would

@@ -69,7 +69,7 @@ def test_table_has_every_required_parameter() -> None:
         "SQLNET_SERVICE_BASE", "SQLNET_SERVICE_MAX",
     }  # fmt: skip
     own = {"SCHEMAS", "SESSIONS", "SEED", "WARMUP", "SAMPLE_INTERVAL", "PAGE_SIZE", "REPEAT"}
-    own |= {"RATE", "RATE_DIST"}
+    own |= {"RATE", "RATE_DIST", "COMPRESS_RATIO"}
     assert {o.name for o in OPTIONS if o.slob} == slob
     assert {o.name for o in OPTIONS if not o.slob} == own
 

@@ -28,8 +28,9 @@ import textwrap
 import psycopg
 from psycopg import sql
 
-from openslob.engines.postgres.dataset import META_SCHEMA, PAD_COLUMNS, random_bytes
+from openslob.engines.postgres.dataset import META_SCHEMA, PAD_COLUMNS
 from openslob.engines.postgres.layout import WIDE_BYTES, WIDE_COLUMNS
+from openslob.engines.postgres.rowbytes import random_bytes
 from openslob.model.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
 from openslob.model.rate import LATE_1MS_US, LATE_10MS_US
 
