@@ -157,8 +157,11 @@ META_DDL = sql.SQL(
     "  status text NOT NULL, started_at timestamptz, finished_at timestamptz,"
     "  load_seconds float8, PRIMARY KEY (schema_name, table_name));"
     # Added with COMPRESS_RATIO: bookkeeping of an older openslob reads as 1 (it wrote hex,
-    # and its layout version makes setup reload it anyway).
-    "ALTER TABLE {meta} ADD COLUMN IF NOT EXISTS compress_ratio float8 NOT NULL DEFAULT 1"
+    # and its layout version makes setup reload it anyway). Only when missing: ALTER needs
+    # the owner, and a role that may only read must get as far as the first write.
+    "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = "
+    "'openslob.datasets'::regclass AND attname = 'compress_ratio') THEN "
+    "ALTER TABLE {meta} ADD COLUMN compress_ratio float8 NOT NULL DEFAULT 1; END IF; END $$"
 ).format(schema=sql.Identifier(META_SCHEMA), meta=sql.Identifier(META_SCHEMA, META_TABLE))
 
 
@@ -455,7 +458,14 @@ class DatasetLoader:
     def recorded_tables(self) -> list[tables.RecordedTable]:
         """Every table the bookkeeping holds, as setup recorded it; [] without bookkeeping.
         Reads only: nothing is created (a command may still be refused before it changes
-        anything)."""
+        anything). A role that may not read it knows no data set (its first write is then
+        refused with the reason)."""
+        try:
+            return self._recorded_tables()
+        except psycopg.errors.InsufficientPrivilege:
+            return []
+
+    def _recorded_tables(self) -> list[tables.RecordedTable]:
         with self._connection(LOADER_APP) as conn:
             meta = f"{META_SCHEMA}.{META_TABLE}"
             if conn.execute("SELECT to_regclass(%s)", [meta]).fetchone()[0] is None:
