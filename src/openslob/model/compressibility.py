@@ -214,3 +214,18 @@ def worst(c: Compressibility) -> float | None:
     """The highest of the four compression ratios (None: not measured)."""
     ratios = [c.zlib_4k, c.lz4_4k, c.zlib_8k, c.lz4_8k]
     return None if any(r is None for r in ratios) else max(r for r in ratios if r is not None)
+
+
+def compare_key(found: Any) -> str | None:
+    """What `slob compare` lists when two runs' data sets differ in what the storage sees:
+    the 4 KiB ratios to the nearest 0.5 (a run's own updates move them by a few hundredths:
+    not a difference between data sets; 1:1 against 2:1 is)."""
+    if not isinstance(found, dict):
+        return None
+    if found.get("reason") or found.get("zlib_4k") is None:
+        return f"n/a ({found.get('reason')})"
+
+    def half(value: Any) -> str:
+        return f"{round(float(value) * 2) / 2:.1f}:1"
+
+    return f"zlib-1 {half(found['zlib_4k'])}, lz4 {half(found.get('lz4_4k') or 0)} (4 KiB)"
