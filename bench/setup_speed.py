@@ -26,12 +26,9 @@ from psycopg import sql
 from openslob.config.option import BLOCK_SIZE, parse_size_bytes
 from openslob.config.resolve import resolve
 from openslob.engines.api import Target
-from openslob.engines.postgres.dataset import (
-    PAD_COLUMNS,
-    DatasetLoader,
-    pad_expressions,
-)
+from openslob.engines.postgres.dataset import PAD_COLUMNS, DatasetLoader
 from openslob.engines.postgres.engine import PostgresEngine
+from openslob.engines.postgres.rowbytes import pad_expressions
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.runner.prepare import setup_dataset
 

@@ -45,7 +45,13 @@ def small_dataset(server: EmbeddedServer, tmp_path_factory) -> Iterator[Embedded
 def test_the_engine_reads_the_data_set_it_recorded(small_dataset: EmbeddedServer) -> None:
     engine = PostgresEngine(small_dataset.conninfo())
     recorded = engine.recorded_dataset()
-    assert recorded == {"SCHEMAS": 2, "SCALE": 2048, "SCAN_TABLE_SZ": 128, "SEED": 1}
+    assert recorded == {
+        "SCHEMAS": 2,
+        "SCALE": 2048,
+        "SCAN_TABLE_SZ": 128,
+        "SEED": 1,
+        "COMPRESS_RATIO": 1.0,
+    }
 
 
 def test_plain_verify_and_run_use_the_data_set(small_dataset, slob, tmp_path: Path) -> None:
@@ -121,25 +127,33 @@ def test_parameters_are_read_back_from_the_bookkeeping() -> None:
     assert recorded_parameters([]) is None
     big_seed = 2**31 - 1
     assert recorded_parameters(_recorded(3, 5000, 40, big_seed)) == {
-        "SCHEMAS": 3, "SCALE": 5000, "SCAN_TABLE_SZ": 40, "SEED": big_seed,
+        "SCHEMAS": 3, "SCALE": 5000, "SCAN_TABLE_SZ": 40, "SEED": big_seed, "COMPRESS_RATIO": 1.0
     }  # fmt: skip
     # setup --schemas 2 after a setup of 4 with other rows: the last setup's two schemas
     older = _recorded(4, 8192, 128, 1)[4:]
     assert recorded_parameters(_recorded(2, 2048, 16, 7) + older) == {
-        "SCHEMAS": 2, "SCALE": 2048, "SCAN_TABLE_SZ": 16, "SEED": 7,
+        "SCHEMAS": 2, "SCALE": 2048, "SCAN_TABLE_SZ": 16, "SEED": 7, "COMPRESS_RATIO": 1.0
     }  # fmt: skip
     # a scan table in only some schemas (a later setup without one): none the run can use
     mixed = [*_recorded(2, 3000, 16, 5), RecordedTable("user3", "cf1", 3000, schema_seed(5, 3))]
     assert recorded_parameters(mixed) == {
-        "SCHEMAS": 3, "SCALE": 3000, "SCAN_TABLE_SZ": 0, "SEED": 5,
+        "SCHEMAS": 3, "SCALE": 3000, "SCAN_TABLE_SZ": 0, "SEED": 5, "COMPRESS_RATIO": 1.0
     }  # fmt: skip
     # a seed no SEED explains is no data set of ours
     assert recorded_parameters([RecordedTable("user1", "cf1", 3000, 12345)]) is None
 
 
 def test_data_sets_must_agree_on_what_is_taken(tmp_path: Path) -> None:
-    a = Found("a", {"SCHEMAS": 2, "SCALE": 2048, "SCAN_TABLE_SZ": 128, "SEED": 1}, None)
-    b = Found("b", {"SCHEMAS": 2, "SCALE": 4096, "SCAN_TABLE_SZ": 128, "SEED": 1}, None)
+    a = Found(
+        "a",
+        {"SCHEMAS": 2, "SCALE": 2048, "SCAN_TABLE_SZ": 128, "SEED": 1, "COMPRESS_RATIO": 1.0},
+        None,
+    )
+    b = Found(
+        "b",
+        {"SCHEMAS": 2, "SCALE": 4096, "SCAN_TABLE_SZ": 128, "SEED": 1, "COMPRESS_RATIO": 1.0},
+        None,
+    )
     none = Found("c", None, None)
     assert agreed([none], ["SCALE"]) is None
     assert agreed([none, a], ["SCALE"]) == {"SCALE": 2048}  # a target without one: no say

@@ -296,9 +296,12 @@ def test_a_held_snapshot_is_measured_and_its_holder_named(
     holder, advice = _hold_a_snapshot(engine, base)
     results = tmp_path / "results"
     try:
+        # A 1 MB hot spot: its rows take more updates than the 17 versions a PostgreSQL
+        # page holds while the snapshot is held.
+        hot = ["--do-hotspot", "TRUE", "--hotspot-mb", "1", "--hotspot-frequency", "1"]
         result = slob(
             base, cwd, "run", "--target", TARGETS[engine], *DATA, "--sessions", "2",
-            "--update-pct", "100", "--warmup", "1", "--run-time", "4",
+            "--update-pct", "100", "--warmup", "1", "--run-time", "4", *hot,
             "--results-dir", str(results),
         )  # fmt: skip
     finally:

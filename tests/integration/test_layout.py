@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from openslob.config.resolve import resolve
+from openslob.engines.postgres.datafiles import relation_compressibility
 from openslob.engines.postgres.layout import max_pages
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.report.text import render_text
@@ -130,7 +131,15 @@ def test_update_runs_keep_one_row_per_page_and_the_work_per_op(
         if name.endswith(".cf1"):
             assert change["after"]["pages"] <= max_pages(SCALE)
     assert not [w for w in result["warnings"] if "held back" in w or "grew" in w]
-    assert "Data set and work per SLOBop" in (Path(result_dir(tmp_path)) / "report.txt").read_text()
+    report = (Path(result_dir(tmp_path)) / "report.txt").read_text()
+    assert "Data set and work per SLOBop" in report
+    assert "What the storage sees" in report
+    # Dead row versions left in the free space share almost nothing with the live row.
+    db.execute("CHECKPOINT")
+    for schema in ("user1", "user2"):
+        measured = relation_compressibility(db, f"{schema}.cf1")
+        high = max(measured.zlib_4k, measured.lz4_4k, measured.zlib_8k, measured.lz4_8k)
+        assert high <= 1.15 and measured.dedupe_4k == 1.0, (schema, measured)
 
 
 def result_dir(tmp_path: Path) -> Path:
@@ -149,15 +158,25 @@ def test_another_sessions_snapshot_is_reported_then_refused_and_repaired(
         other.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         other.execute("SELECT count(*) FROM user1.cf2").fetchone()
         pid = other.info.backend_pid
-        result = run(fresh_dataset, tmp_path, UPDATE_PCT=100, RUN_TIME=5)
+        # ~17 versions of a row fit its page: every op in a 1 MB hot spot (128 rows) updates
+        # each row there far more often than that while the snapshot is held.
+        hot = {"DO_HOTSPOT": "TRUE", "HOTSPOT_MB": 1, "HOTSPOT_FREQUENCY": 1}
+        result = run(fresh_dataset, tmp_path, UPDATE_PCT=100, RUN_TIME=5, **hot)
         other.rollback()
     held = [w for w in result["warnings"] if "held back" in w]
     assert held and f"session {pid}" in held[0] and f"pg_terminate_backend({pid})" in held[0]
     hold = result["horizon"]["holds"][0]
     assert hold["holder"] == str(pid) and hold["application"] == "someone-else"
     assert hold["held_s"] >= 3
-    assert any("tables grew during the window" in w for w in result["warnings"])
-    assert any("UPDATE ops did" in w and "more than" in w for w in result["warnings"])
+    assert any("tables grew during the window" in w for w in result["warnings"]), (
+        result["tables"],
+        result["work_per_op"],
+    )
+    assert any("UPDATE ops did" in w and "more than" in w for w in result["warnings"]), (
+        result["warnings"],
+        result["tables"],
+        result["work_per_op"],
+    )
     grown = result["tables"]["user1.cf1"]  # before: after the warm-up, already growing
     assert grown["after"]["pages"] > max(max_pages(SCALE), grown["before"]["pages"])
     assert (
@@ -212,8 +231,10 @@ def test_every_sweep_point_starts_on_a_valid_layout(fresh_dataset, tmp_path, db)
     other = psycopg.connect(fresh_dataset.conninfo(), application_name="someone-else")
     other.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     other.execute("SELECT count(*) FROM user1.cf2").fetchone()
+    # A 1 MB hot spot takes each of its rows past the 17 versions its page holds.
+    hot = {"DO_HOTSPOT": "TRUE", "HOTSPOT_MB": "1", "HOTSPOT_FREQUENCY": "1"}
     plan = plan_sweep(
-        {**PARAMS, "UPDATE_PCT": "100,0", "SESSIONS": "2", "RUN_TIME": "4", "WARMUP": "0"},
+        {**PARAMS, **hot, "UPDATE_PCT": "100,0", "SESSIONS": "2", "RUN_TIME": "4", "WARMUP": "0"},
         None,
         tmp_path,
     )

@@ -86,6 +86,7 @@ def test_plain_verify_uses_the_data_set_as_set_up(
         "SCALE": 4096,
         "SCAN_TABLE_SZ": 16,
         "SEED": 1,
+        "COMPRESS_RATIO": 1.0,
     }
     target = ["--target", "embedded-mariadb", "--data-dir", str(server.base_dir)]
     verify = invoke("verify", *target, cwd=tmp_path)

@@ -12,7 +12,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from openslob.engines.postgres.dataset import PAD_CHARS, PAD_COLUMNS, stream_keys_sql
+from openslob.engines.postgres.datafiles import relation_compressibility
+from openslob.engines.postgres.dataset import stream_keys_sql
+from openslob.engines.postgres.layout import NARROW_COLUMNS, WIDE_BYTES, WIDE_COLUMNS
 from openslob.engines.postgres.server import EmbeddedServer
 from tests.conftest import slob_subprocess
 
@@ -75,17 +77,33 @@ def test_exactly_one_row_per_page(small_dataset: str, db: psycopg.Connection) ->
 
 
 def test_padding_is_plain_and_distinct(small_dataset: str, db: psycopg.Connection) -> None:
-    sizes, distinct, rows = db.execute(
-        "SELECT array_agg(DISTINCT pg_column_size(c2)), count(DISTINCT c2), count(*) FROM user1.cf1"
+    sizes, distinct, rows, empty = db.execute(
+        "SELECT array_agg(DISTINCT pg_column_size(c2)), count(DISTINCT c2), count(*),"
+        " count(*) FILTER (WHERE c4 = '' AND c20 = '') FROM user1.cf1"
     ).fetchone()
-    assert sizes == [PAD_CHARS + 1]  # 1-byte varlena header: stored as is, not compressed
-    assert distinct == rows
-    storage = db.execute(
-        "SELECT array_agg(DISTINCT attstorage) FROM pg_attribute"
-        " WHERE attrelid = 'user1.cf1'::regclass AND attname = ANY(%s)",
-        [list(PAD_COLUMNS)],
-    ).fetchone()[0]
-    assert storage == ["p"]
+    assert sizes == [WIDE_BYTES + 4]  # 4-byte varlena header (PLAIN): stored as is
+    assert distinct == rows == empty
+    storage = dict(
+        db.execute(
+            "SELECT attname, attstorage FROM pg_attribute"
+            " WHERE attrelid = 'user1.cf1'::regclass AND attname ~ '^c[0-9]+$'"
+        ).fetchall()
+    )
+    assert {storage[c] for c in WIDE_COLUMNS} == {"p"}
+    assert {storage[c] for c in NARROW_COLUMNS} == {"m"}
+
+
+def test_data_files_are_incompressible_and_unique(small_dataset: str, db) -> None:
+    """What the storage sees: no zero-filled free space, no hex, no two equal 4 KiB chunks.
+    (The last layout: 6.9:1 with zlib-1, 77 % zero bytes.)"""
+    db.execute("CHECKPOINT")
+    for relation in ("user1.cf1", "user2.cf1", "user1.cf2"):
+        measured = relation_compressibility(db, relation)
+        assert measured.reason is None
+        ratios = [measured.zlib_4k, measured.lz4_4k, measured.zlib_8k, measured.lz4_8k]
+        assert max(ratios) <= 1.15, (relation, measured)
+        assert measured.dedupe_4k == 1.0, relation
+        assert measured.zero_bytes_pct < 5, relation  # random bytes: 0.4 %, headers add some
 
 
 def test_shuffles_are_random_and_independent(small_dataset: str, db: psycopg.Connection) -> None:
@@ -139,6 +157,8 @@ def test_verify_passes_and_reports_checks(small_dataset: str, slob) -> None:
         "index",
         "page order vs user1",
         "padding uncompressed",
+        "cf1 compression",
+        "cf1 index compression",
         "index vs heap",
     ):
         assert name in result.output
@@ -166,6 +186,20 @@ def test_verify_fails_on_damaged_layout(small_dataset: str, slob, db) -> None:
         repaired = slob("setup", *SMALL)
         assert repaired.exit_code == 0, repaired.output
         assert slob("verify", *SMALL).exit_code == 0
+
+
+def test_rows_deleted_then_statistics_reset_are_seen(small_dataset: str, slob, db) -> None:
+    """Issue 24 item 6: a statistics reset (or a crash) forgets the deletes; setup must count
+    rows and keys from the table, not call it valid from reltuples."""
+    db.execute("DELETE FROM user2.cf1 WHERE custid % 10 = 0")
+    db.execute("SELECT pg_stat_reset()")
+    result = slob("setup", *SMALL)
+    assert result.exit_code == 0, result.output
+    assert "nothing to do" not in result.output
+    assert "user2.cf1 reloaded: 2,700 rows, not 3,000" in result.output
+    assert slob("verify", *SMALL).exit_code == 0
+    # The other tables were counted (their statistics were reset too) and kept.
+    assert "user1.cf1 reloaded" not in result.output
 
 
 def test_rerun_is_idempotent(small_dataset: str, slob, db) -> None:
@@ -241,6 +275,19 @@ def test_interrupted_load_is_detected_and_repaired(server: EmbeddedServer, slob)
 
 def _setting_direct_io(server: EmbeddedServer) -> str:
     return _fresh_query(server, "SELECT current_setting('debug_io_direct')")
+
+
+def test_compress_ratio_is_written_and_measured(server: EmbeddedServer, slob, db) -> None:
+    """COMPRESS_RATIO 2: zlib-1 and lz4 store half of each 4 KiB chunk (within 10 %)."""
+    args = ("--schemas", "1", "--scale", "400", "--scan-table-sz", "0", "--seed", "5")
+    result = slob("setup", *args, "--compress-ratio", "2")
+    assert result.exit_code == 0, result.output
+    measured = relation_compressibility(db, "user1.cf1")
+    assert 1.8 <= measured.zlib_4k <= 2.2 and 1.8 <= measured.lz4_4k <= 2.2, measured
+    checked = slob("verify", *args)  # the ratio comes from the data set as set up
+    assert checked.exit_code == 0, checked.output
+    assert "COMPRESS_RATIO=2.0" in checked.stderr and "1.80..2.20:1" in checked.output
+    assert slob("setup", *SMALL).exit_code == 0  # restore the module's data set
 
 
 def test_invalid_value_touches_nothing(tmp_path: Path, slob) -> None:

@@ -69,7 +69,7 @@ def test_table_has_every_required_parameter() -> None:
         "SQLNET_SERVICE_BASE", "SQLNET_SERVICE_MAX",
     }  # fmt: skip
     own = {"SCHEMAS", "SESSIONS", "SEED", "WARMUP", "SAMPLE_INTERVAL", "PAGE_SIZE", "REPEAT"}
-    own |= {"RATE", "RATE_DIST"}
+    own |= {"RATE", "RATE_DIST", "COMPRESS_RATIO"}
     own |= {"INSTANCES", "SESSIONS_PER_INSTANCE"}
     assert {o.name for o in OPTIONS if o.slob} == slob
     assert {o.name for o in OPTIONS if not o.slob} == own
@@ -845,3 +845,19 @@ def test_bad_flag_raises_config_error(runner: CliRunner) -> None:
     result = runner.invoke(make_command("run"), ["--update-pct", "150"])
     assert isinstance(result.exception, ConfigError)
     assert str(result.exception) == "--update-pct: UPDATE_PCT=150 is out of range (allowed: 0–100)"
+
+
+def test_obfuscate_columns_maps_to_the_incompressible_default(tmp_path: Path) -> None:
+    """SLOB's OBFUSCATE_COLUMNS asks for data storage cannot shrink: openslob's default."""
+    conf = read_slob_conf(write_conf(tmp_path, "OBFUSCATE_COLUMNS=TRUE\nSCALE=200\n"))
+    assert conf.values == {"SCALE": "200"} and not conf.warnings
+    assert any("OBFUSCATE_COLUMNS" in n and "COMPRESS_RATIO=1" in n for n in conf.notes)
+    config = resolve({}, conf.path, cwd=tmp_path)
+    assert config["COMPRESS_RATIO"] == 1.0
+
+
+def test_compress_ratio_is_a_bounded_number(tmp_path: Path) -> None:
+    conf = write_conf(tmp_path, "COMPRESS_RATIO=2.5\n")
+    assert resolve({}, conf, cwd=tmp_path)["COMPRESS_RATIO"] == 2.5
+    with pytest.raises(ConfigError, match="COMPRESS_RATIO"):
+        resolve({"COMPRESS_RATIO": "9"}, None, cwd=tmp_path)

@@ -49,6 +49,7 @@ from openslob.analysis.figures import (
 )
 from openslob.analysis.stats import METHOD, Interval, Spread, ratio_interval, spread
 from openslob.config.options import OPTIONS_BY_NAME
+from openslob.model.compressibility import compare_key
 from openslob.model.errors import ConfigError
 from openslob.model.metrics import METRICS
 from openslob.results.collect import RunRef, find_runs
@@ -157,8 +158,12 @@ def described(run: Mapping[str, Any]) -> dict[str, str]:
         if name in OPTIONS_BY_NAME:  # not an Oracle report's SOURCE_FILE: a file name
             out[f"config.{name}"] = _text(item)
     out["tool.version"] = _text((run.get("tool") or {}).get("version"))
-    engine = {k: v for k, v in (run.get("engine") or {}).items() if k != "terms"}
+    skipped = ("terms", "dataset_compressibility")  # wording; a measurement (below)
+    engine = {k: v for k, v in (run.get("engine") or {}).items() if k not in skipped}
     _flatten("engine", engine, out)  # terms are wording, not a setting
+    storage = compare_key((run.get("engine") or {}).get("dataset_compressibility"))
+    if storage is not None:
+        out["engine.dataset_compression"] = storage
     _flatten("host", run.get("host") or {}, out)
     return out
 

@@ -53,6 +53,14 @@ OPTIONS: tuple[Option, ...] = (
         "reproducible.",
         DATA_SCOPES, slob=False, minimum=0, maximum=2**31 - 1,
     ),
+    Option(
+        "COMPRESS_RATIO", "float", 1.0,
+        "Compression ratio the storage below sees in the data files (as fio's "
+        "buffer_compress_percentage, vdbench's compratio): 1 is incompressible (random bytes, "
+        "the default, also what SLOB's OBFUSCATE_COLUMNS asks for); 2 halves what zlib-1 and "
+        "lz4 store. Setup writes it, updates keep it, verify measures it (within 10 %).",
+        DATA_SCOPES, slob=False, minimum=1.0, maximum=4.0, metavar="RATIO", workload=True,
+    ),
     # --- the work loop (run) ---
     Option(
         "UPDATE_PCT", "int", 20,
@@ -224,7 +232,6 @@ SLOB_KEYS_NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
     ("NON_ADMIN_CONNECT_STRING", "Oracle connect string; openslob has its own connection options"),
     ("BLOCK_SZ", f"sizes such as SCALE=1G are always converted with {BLOCK_SIZE}-byte blocks"),
     ("UNIQUE_INDEX", "openslob decides the index type of CF1 itself"),
-    ("OBFUSCATE_COLUMNS", "Oracle column-name obfuscation does not apply"),
     ("SHARED_DATA_MODULUS", "option of older SLOB 2.x releases, not in current SLOB"),
     ("DO_UPDATE_HOTSPOT", "option of older SLOB 2.x releases; use DO_HOTSPOT"),
     ("HOTSPOT_PCT", "option of older SLOB 2.x releases; use HOTSPOT_FREQUENCY"),

@@ -92,6 +92,13 @@ def _record(conf: ConfFile, name: str, value: str, lineno: int, noted: set[str])
     if name in OPTIONS_BY_NAME:
         conf.values[name] = value
         conf.lines[name] = lineno
+    elif name == "OBFUSCATE_COLUMNS":
+        if name not in noted:
+            noted.add(name)
+            conf.notes.append(
+                f"{where}: OBFUSCATE_COLUMNS: openslob's data is random (incompressible, "
+                "COMPRESS_RATIO=1) whatever its value; COMPRESS_RATIO sets another ratio"
+            )
     elif name in NOT_IMPLEMENTED:
         if name not in noted:  # one note per key, however often it is assigned
             noted.add(name)

@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from openslob.config.option import Option
 from openslob.config.resolve import Config
+from openslob.model.compressibility import Compressibility
 from openslob.model.metrics import Metric
 
 # Called with (rows loaded so far, rows to load in total) while setup runs.
@@ -137,7 +138,7 @@ class Engine(ABC):
         by hand, bloated)."""
 
     @abstractmethod
-    def recorded_dataset(self) -> dict[str, int] | None:
+    def recorded_dataset(self) -> dict[str, float] | None:
         """SCHEMAS, SCALE, SCAN_TABLE_SZ and SEED of the data set setup recorded on this
         target (its bookkeeping, read only); None when there is none. A command not given
         them works on this data set (runner/dataset.py)."""
@@ -153,6 +154,11 @@ class Engine(ABC):
     @abstractmethod
     def data_bytes(self, rows: int) -> int:
         """Bytes that `rows` SLOB rows occupy on this server (pages times page size)."""
+
+    def compressibility(self, config: Config, schemas: list[str]) -> Compressibility:
+        """What the storage sees of the data set's tables in `schemas`: compression and
+        dedupe ratios measured on a sample of their data files (model/compressibility.py)."""
+        return Compressibility.unmeasured(f"{self.name}: not measured by this engine")
 
     @abstractmethod
     def identity(self) -> tuple[str, str]:

@@ -17,6 +17,7 @@ from openslob.model.metrics import DEFAULT_TERMS, label
 from openslob.report.blocks import NA, WIDTH, fmt, fmt_us, latency_table, per_op, section, table
 from openslob.report.intervaltext import interval_section
 from openslob.report.rate import rate_section
+from openslob.report.storage import storage_lines
 
 
 def _gib(size: int | None) -> float | None:
@@ -561,6 +562,7 @@ def render_text(run: dict[str, Any], wide: bool = False) -> str:
         interval_section(run),
         rate_section(run),
         _work(run),
+        storage_lines(run),
         _io_profile(run, wide),
         _calibration(run),
         _wal(run),

@@ -24,7 +24,7 @@ from openslob.model.errors import ConfigError
 from openslob.runner.sweep import SweepPlan, server_key
 from openslob.runner.targets import target_strings
 
-DATASET_PARAMS = ("SCHEMAS", "SCALE", "SCAN_TABLE_SZ", "SEED")
+DATASET_PARAMS = ("SCHEMAS", "SCALE", "SCAN_TABLE_SZ", "SEED", "COMPRESS_RATIO")
 
 Targets = str | list[str] | tuple[str, ...] | None
 
@@ -34,7 +34,7 @@ class Found:
     """One target's data set as its bookkeeping records it (values None: none there)."""
 
     label: str
-    values: dict[str, int] | None
+    values: dict[str, float] | None
     schema_bytes: int | None  # one schema's cf1 (SCALE rows) on that target
 
 
@@ -73,7 +73,7 @@ def _once(target: str, config: Config, seen: set[tuple[str, str]]) -> bool:
     return True
 
 
-def agreed(found: Sequence[Found], names: Sequence[str]) -> dict[str, int] | None:
+def agreed(found: Sequence[Found], names: Sequence[str]) -> dict[str, float] | None:
     """The values of `names` every data set found agrees on (None: no data set at all)."""
     present = [f for f in found if f.values is not None]
     if not present:
@@ -93,7 +93,7 @@ def agreed(found: Sequence[Found], names: Sequence[str]) -> dict[str, int] | Non
     return {name: first.values[name] for name in names}
 
 
-def take(config: Config, values: dict[str, int] | None) -> Config:
+def take(config: Config, values: dict[str, float] | None) -> Config:
     """The config with the data set's values for the parameters it was not given."""
     taken = {name: v for name, v in (values or {}).items() if not config.given(name)}
     return config.with_values(taken, "dataset") if taken else config
@@ -107,6 +107,8 @@ def summary(config: Config, found: Sequence[Found]) -> str | None:
     present = [f for f in found if f.values is not None]
     parts = []
     for name in taken:
+        if name == "COMPRESS_RATIO" and config[name] == 1.0:
+            continue  # the default: incompressible
         text = f"{name}={config[name]}"
         if name in ("SCALE", "SCAN_TABLE_SZ"):
             text += " rows"

@@ -245,6 +245,9 @@ def prepare(
             names = sorted(schemas[k], key=schema_order)
             progress = setup_progress if count == 1 else None
             ensure_data(engine, resolved, config, names, say, progress, lock)
+            # Measured before the run (never in its window): a sample of each table's file.
+            measured = engine.compressibility(config, names)
+            description["dataset_compressibility"] = measured.as_dict()
             engine.install_procedures(names)
         except BaseException:
             lock.release()

@@ -23,6 +23,7 @@ from openslob.engines.api import (
     VerifyResult,
 )
 from openslob.engines.common import tables
+from openslob.model.compressibility import Compressibility, combine, per_table_sample
 
 
 class SlobEngine(Engine):
@@ -44,6 +45,10 @@ class SlobEngine(Engine):
     @abstractmethod
     def verifier(self) -> contextlib.AbstractContextManager[Any]:
         """A context giving an object with check(spec, reference) -> list[Check]."""
+
+    def relation_compressibility(self, relations: list[str], sample_bytes: int) -> list[Any]:
+        """Measured Compressibility of each relation ("schema.table") of the data set."""
+        return [Compressibility.unmeasured("not measured by this engine") for _ in relations]
 
     def install_after_load(self, schemas: list[str]) -> None:
         """What setup (re)creates after the load besides the tables (the loader may have)."""
@@ -79,6 +84,11 @@ class SlobEngine(Engine):
                 checks += verifier.check(spec, reference)
         return VerifyResult(checks)
 
+    def compressibility(self, config: Config, schemas: list[str]) -> Compressibility:
+        names = [f"{s.schema}.{s.table}" for s in self.specs(config) if s.schema in schemas]
+        parts = self.relation_compressibility(names, per_table_sample(len(names)))
+        return combine(parts)
+
     def destroy(self) -> list[str]:
         self.check_server()
         return self._loader.drop_all()
@@ -89,7 +99,7 @@ class SlobEngine(Engine):
     def missing_tables(self, config: Config, schemas: list[str]) -> dict[str, str]:
         return tables.missing_tables(self._loader, config, self.table_spec, schemas)
 
-    def recorded_dataset(self) -> dict[str, int] | None:
+    def recorded_dataset(self) -> dict[str, float] | None:
         return tables.recorded_parameters(self._loader.recorded_tables())
 
     def has_data(self) -> bool:

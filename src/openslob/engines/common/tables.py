@@ -57,6 +57,7 @@ class TableSpec:
     table: str  # "cf1" | "cf2"
     rows: int
     seed: int
+    ratio: float = 1.0  # COMPRESS_RATIO the data is written with
 
     @property
     def indexed(self) -> bool:
@@ -67,21 +68,31 @@ Spec = TypeVar("Spec", bound=TableSpec)
 
 
 def wanted_tables(
-    schemas: int, scale: int, scan_rows: int, seed: int, spec: type[Spec] = TableSpec
+    schemas: int,
+    scale: int,
+    scan_rows: int,
+    seed: int,
+    spec: type[Spec] = TableSpec,
+    ratio: float = 1.0,
 ) -> list[Spec]:
     specs: list[Spec] = []
     for index in range(1, schemas + 1):
         name = schema_name(index)
-        specs.append(spec(name, "cf1", scale, schema_seed(seed, index)))
+        specs.append(spec(name, "cf1", scale, schema_seed(seed, index), ratio))
         if scan_rows > 0:
-            specs.append(spec(name, "cf2", scan_rows, schema_seed(seed, index)))
+            specs.append(spec(name, "cf2", scan_rows, schema_seed(seed, index), ratio))
     return specs
 
 
 def config_tables(config: Config, spec: type[Spec]) -> list[Spec]:
     """The tables `slob setup` with this config creates."""
     return wanted_tables(
-        config["SCHEMAS"], config["SCALE"], config["SCAN_TABLE_SZ"], config["SEED"], spec
+        config["SCHEMAS"],
+        config["SCALE"],
+        config["SCAN_TABLE_SZ"],
+        config["SEED"],
+        spec,
+        config["COMPRESS_RATIO"],
     )
 
 
@@ -93,9 +104,10 @@ class RecordedTable:
     table: str
     rows: int
     seed: int  # the schema's seed (schema_seed), as the load used it
+    ratio: float = 1.0  # COMPRESS_RATIO the load wrote
 
 
-def recorded_parameters(recorded: list[RecordedTable]) -> dict[str, int] | None:
+def recorded_parameters(recorded: list[RecordedTable]) -> dict[str, float] | None:
     """SCHEMAS, SCALE, SCAN_TABLE_SZ and SEED of the data set setup recorded; None when
     there is none (no user1.cf1, or one no SEED explains).
 
@@ -125,6 +137,7 @@ def recorded_parameters(recorded: list[RecordedTable]) -> dict[str, int] | None:
         "SCALE": first.rows,
         "SCAN_TABLE_SZ": scan_rows.pop() if len(scan_rows) == 1 else 0,
         "SEED": seed,
+        "COMPRESS_RATIO": first.ratio,
     }
 
 

@@ -7,6 +7,13 @@ from typing import Any
 
 from openslob.engines.api import Check
 from openslob.engines.common.tables import correlation_limit
+from openslob.model.compressibility import (
+    DEDUPE_LIMIT,
+    INCOMPRESSIBLE_RATIO,
+    Compressibility,
+    summary,
+    worst,
+)
 
 
 class VerifierBase(ABC):
@@ -50,3 +57,36 @@ def correlation_check(schema: str, name: str, corr: float | None, rows: int) -> 
         f"|r| < {limit:.3f}",
         measured is not None and abs(measured) < limit,
     )
+
+
+def compression_check(
+    schema: str, name: str, measured: Compressibility, target: float = 1.0
+) -> Check:
+    """What the storage sees of a table: incompressible (ratios at most INCOMPRESSIBLE_RATIO
+    and almost no two equal 4 KiB chunks: DEDUPE_LIMIT), or with COMPRESS_RATIO > 1 the
+    4 KiB ratios of zlib-1 and lz4 within 10 % of it. Not measurable (a remote server
+    without file access): n/a with the reason, not a failure."""
+    dedupe_ok = (measured.dedupe_4k or 1.0) <= DEDUPE_LIMIT
+    if target > 1.0:
+        low, high = target * 0.9, target * 1.1
+        wanted = f"{low:.2f}..{high:.2f}:1 (zlib-1, lz4; 4 KiB), dedupe <= {DEDUPE_LIMIT:.2f}:1"
+        if measured.zlib_4k is None or measured.lz4_4k is None:
+            return Check(schema, name, summary(measured), wanted, True)
+        hits = all(low <= r <= high for r in (measured.zlib_4k, measured.lz4_4k))
+        return Check(schema, name, summary(measured), wanted, hits and dedupe_ok)
+    wanted = (
+        f"<= {INCOMPRESSIBLE_RATIO:.2f}:1 (zlib-1, lz4; 4 and 8 KiB), "
+        f"dedupe <= {DEDUPE_LIMIT:.2f}:1"
+    )
+    worst_ratio = worst(measured)
+    if worst_ratio is None:
+        return Check(schema, name, summary(measured), wanted, True)
+    return Check(
+        schema, name, summary(measured), wanted, worst_ratio <= INCOMPRESSIBLE_RATIO and dedupe_ok
+    )
+
+
+def index_compression_check(schema: str, name: str, measured: Compressibility) -> Check:
+    """An index's ratio, stated: its keys are the engine's (small integers compress), and
+    making them incompressible would change the work per op. Informational."""
+    return Check(schema, name, summary(measured), "measured (keys are small integers)", True)

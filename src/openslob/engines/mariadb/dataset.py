@@ -31,6 +31,7 @@ from openslob.engines.common import tables
 from openslob.engines.common.load import drain
 from openslob.engines.common.tables import schema_order
 from openslob.engines.mariadb.connection import connect, ident, page_size
+from openslob.engines.mariadb.datafiles import flush_tables
 from openslob.engines.mariadb.layout import PAD_COLUMNS, RowLayout, layout_for
 from openslob.model.errors import SetupError
 
@@ -58,6 +59,9 @@ META_DDL = (
     "  page_size INT NOT NULL, pad INT NOT NULL, status VARCHAR(16) NOT NULL,"
     "  started_at DATETIME(6), finished_at DATETIME(6), load_seconds DOUBLE,"
     "  PRIMARY KEY (schema_name, table_name)) ENGINE=InnoDB",
+    # Added with COMPRESS_RATIO: an older openslob's rows read as 1 (random padding).
+    f"ALTER TABLE {ident(META_DB, META_TABLE)}"
+    " ADD COLUMN IF NOT EXISTS compress_ratio DOUBLE NOT NULL DEFAULT 1",
 )
 
 
@@ -79,15 +83,31 @@ def counter_blocks(column_index: int, pad: int) -> bytes:
     return b"".join(b"%016d" % (column_index * 100_000 + j) for j in range(blocks))
 
 
+# COMPRESS_RATIO > 1: each pad column is random bytes then zeros; zlib-1 and lz4 store the
+# random bytes plus a few bytes per zero run (calibrated on real pages).
+_RUN_COST_BYTES = 8.0
+# The loop's updates splice 16 random bytes into the start of a column (workload.py).
+_SPLICED_BYTES = 16
+
+
+def random_share(pad: int, ratio: float) -> int:
+    """Random bytes at the start of each pad column for this compression ratio."""
+    if ratio <= 1.0:
+        return pad
+    return max(_SPLICED_BYTES, min(pad, round(pad / ratio - _RUN_COST_BYTES)))
+
+
 def load_sql(spec: TableSpec, layout: RowLayout) -> str:
     """Insert all rows in pk order.
 
     The rank (pk) comes from a window over the bare keys, sorted small; the wide padding is
     computed in the outer select list, after the sort, so it never goes through a filesort.
     """
+    random = random_share(layout.pad, spec.ratio)
+    zeros = f", REPEAT(0x00, {layout.pad - random})" if random < layout.pad else ""
     pads = ", ".join(
-        f"LEFT(AES_ENCRYPT(%(ctr{i})s, UNHEX(SHA2(CONCAT_WS(':', %(seed)s, custid), 256))),"
-        f" {layout.pad})"
+        f"CONCAT(LEFT(AES_ENCRYPT(%(ctr{i})s, UNHEX(SHA2(CONCAT_WS(':', %(seed)s, custid),"
+        f" 256))), {random}){zeros})"
         for i in range(len(PAD_COLUMNS))
     )
     cols = ", ".join(ident(c) for c in PAD_COLUMNS)
@@ -274,6 +294,7 @@ class DatasetLoader:
             "layout": LAYOUT_VERSION,
             "page_size": layout.page_size,
             "pad": layout.pad,
+            "compress_ratio": spec.ratio,
             "status": "complete",
         }
         reason = tables.recorded_reason(meta, wanted)
@@ -365,6 +386,7 @@ class DatasetLoader:
                     conn, f"{tag}ALTER TABLE {spec.name} ADD UNIQUE INDEX custid (custid)"
                 )
             self._execute(conn, f"{tag}ANALYZE TABLE {spec.name}")
+            flush_tables(conn, [(spec.schema, spec.table)])  # files current: what storage sees
             seconds = time.monotonic() - started
             self._mark(conn, spec, layout, "complete", seconds)
             pages = self._pages(conn, spec, layout)
@@ -403,9 +425,10 @@ class DatasetLoader:
         self._execute(
             conn,
             f"INSERT INTO {ident(META_DB, META_TABLE)} (schema_name, table_name, n_rows, seed,"
-            "  layout, page_size, pad, status, started_at, load_seconds)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NOW(6), %s)"
+            "  layout, page_size, pad, status, started_at, load_seconds, compress_ratio)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NOW(6), %s, %s)"
             " ON DUPLICATE KEY UPDATE n_rows = VALUES(n_rows), seed = VALUES(seed),"
+            "  compress_ratio = VALUES(compress_ratio),"
             "  layout = VALUES(layout), page_size = VALUES(page_size), pad = VALUES(pad),"
             "  status = VALUES(status), load_seconds = VALUES(load_seconds),"
             "  started_at = IF(VALUES(status) = 'loading', VALUES(started_at), started_at),"
@@ -420,6 +443,7 @@ class DatasetLoader:
                 layout.pad,
                 status,
                 seconds,
+                spec.ratio,
             ],
         )
 
@@ -447,8 +471,11 @@ class DatasetLoader:
         """Every table the bookkeeping holds, as setup recorded it; [] without bookkeeping.
         Reads only: nothing is created (a command may still be refused before it changes
         anything)."""
-        rows = self._bookkeeping("schema_name, table_name, n_rows, seed")
-        return [tables.RecordedTable(r[0], r[1], int(r[2]), int(r[3])) for r in rows]
+        try:
+            rows = self._bookkeeping("schema_name, table_name, n_rows, seed, compress_ratio")
+        except pymysql.MySQLError:  # bookkeeping of an older openslob: no ratio (random)
+            rows = [(*r, 1.0) for r in self._bookkeeping("schema_name, table_name, n_rows, seed")]
+        return [tables.RecordedTable(r[0], r[1], int(r[2]), int(r[3]), float(r[4])) for r in rows]
 
     def _bookkeeping(self, columns: str) -> list[tuple]:
         """Rows of the bookkeeping table; [] when there is none (nothing is created)."""

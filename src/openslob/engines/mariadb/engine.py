@@ -16,10 +16,12 @@ from openslob.engines.mariadb.connection import (
     global_variables,
     page_size,
 )
+from openslob.engines.mariadb.datafiles import table_compressibility
 from openslob.engines.mariadb.dataset import DatasetLoader, TableSpec
 from openslob.engines.mariadb.layout import RowLayout, layout_for
 from openslob.engines.mariadb.verify import TableVerifier
 from openslob.engines.mariadb.workload import install_procedures
+from openslob.model.compressibility import Compressibility
 
 DESCRIBED_SETTINGS = (*SHAPING_SETTINGS, "sync_binlog", "log_bin")
 
@@ -67,6 +69,16 @@ class MariaDBEngine(SlobEngine):
             "target": describe_target(self.connect_kwargs),
             "settings": settings,
         }
+
+    def relation_compressibility(
+        self, relations: list[str], sample_bytes: int
+    ) -> list[Compressibility]:
+        page_bytes = self.layout().page_size
+        with connect(self.connect_kwargs) as conn:
+            return [
+                table_compressibility(conn, *name.split(".", 1), page_bytes, sample_bytes)
+                for name in relations
+            ]
 
     def data_bytes(self, rows: int) -> int:
         return self.layout().table_bytes(rows)

@@ -22,8 +22,14 @@ from typing import Any
 import pymysql
 
 from openslob.engines.api import Check
-from openslob.engines.common.verify import VerifierBase, correlation_check
+from openslob.engines.common.verify import (
+    VerifierBase,
+    compression_check,
+    correlation_check,
+    index_compression_check,
+)
 from openslob.engines.mariadb.connection import ident
+from openslob.engines.mariadb.datafiles import flush_tables, table_compressibility
 from openslob.engines.mariadb.dataset import (
     LAYOUT_VERSION,
     META_DB,
@@ -58,7 +64,19 @@ class TableVerifier(VerifierBase):
         return bool(found)
 
     def table_checks(self, spec: TableSpec) -> list[Check]:
-        return self._content(spec) + self._pages(spec) + self._meta(spec) + self._storage(spec)
+        checks = self._content(spec) + self._pages(spec) + self._meta(spec) + self._storage(spec)
+        # The file holds the rows (leaf pages of the clustered index) and the B-tree nodes and
+        # custid index: the rows are checked, the rest stated (mostly small integer keys).
+        flush_tables(self.conn, [(spec.schema, spec.table)])
+        size = self.layout.page_size
+        measured = table_compressibility(self.conn, spec.schema, spec.table, size)
+        nodes = table_compressibility(self.conn, spec.schema, spec.table, size, rows=False)
+        name = f"{spec.table} compression"
+        return [
+            *checks,
+            compression_check(spec.schema, name, measured, spec.ratio),
+            index_compression_check(spec.schema, f"{spec.table} index pages compression", nodes),
+        ]
 
     def _content(self, spec: TableSpec) -> list[Check]:
         rows, min_key, max_key, min_pk, max_pk, corr = self._one(

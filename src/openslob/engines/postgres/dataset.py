@@ -1,14 +1,20 @@
 """The SLOB data set on PostgreSQL: DDL, parallel load, bookkeeping, repair.
 
 Shape (per schema userN):
-  cf1(custid bigint, c2..c20 text)  SCALE rows, exactly one row per 8 KiB heap page
-  cf2(same columns)                 SCAN_TABLE_SZ rows, unindexed, for full scans
-One row per page comes from fillfactor=10 with a row wider than 10 % of a page: a page that
-already holds a row never has the 90 % free space a second insert would need, yet the HOT
-update of a row fits beside it, so updates keep the layout. Rows stay under the 2 KB TOAST
-threshold and the pad columns are STORAGE PLAIN: PostgreSQL never compresses or moves them.
-Padding is sha512 output in hex, a function of (seed, schema, key, column): reproducible,
-different in every row, and useless to compression or dedupe in the storage below.
+  cf1(custid bigint, c2..c20 bytea)  SCALE rows, exactly one row per 8 KiB heap page
+  cf2(same columns)                  SCAN_TABLE_SZ rows, unindexed, for full scans
+A row is 448 bytes: c2 and c3 hold 192 random bytes each, c4..c20 are empty (layout.py says
+why). One row per page comes from fillfactor=10 with a row wider than 10 % of a page: a page
+that already holds a row never has the 90 % free space a second insert would need, yet ~17
+HOT versions of the row fit beside it, so updates keep the layout.
+
+What the storage sees: every byte of a page is random (sha512 output, 8 bits per byte, a
+function of seed, key and column: reproducible and unique), zeros included. Each row is
+inserted first as a page-wide version (c2 widened to fill the page: it cannot share a page,
+so it always extends the table by one page), then updated in place to the real row (HOT)
+and the wide version pruned by VACUUM. Pruning leaves freed bytes as they were, so the free
+space holds the wide version's random bytes, not zeros. c2 and c3 are STORAGE PLAIN and
+rows stay under the 2 KB TOAST threshold: PostgreSQL never compresses or moves them.
 Keys are inserted in the order of hashint8extended(key, per-schema seed): each schema gets its
 own shuffle, so a WORK_UNIT range of keys lands on ~WORK_UNIT random pages in every schema.
 """
@@ -19,7 +25,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,13 +37,18 @@ from openslob.engines.common import tables
 from openslob.engines.common.load import drain
 from openslob.engines.common.tables import schema_order
 from openslob.engines.postgres import layout
-from openslob.engines.postgres.layout import FILLFACTOR, PAD_COLUMNS
+from openslob.engines.postgres.layout import (
+    FILLFACTOR,
+    PAD_COLUMNS,
+    WIDE_BYTES,
+    WIDE_COLUMNS,
+)
+from openslob.engines.postgres.rowbytes import first_version_expressions, random_bytes
 from openslob.model.errors import SetupError
 
 BLOCK_SIZE = 8192
 # Bump when the table layout changes: setup then rebuilds data made by older versions.
-LAYOUT_VERSION = 1
-PAD_CHARS = 96  # 19 x 97 B + tuple header ~ 1.9 KB: > 819 B (10 % page), < 2032 B (TOAST)
+LAYOUT_VERSION = 2
 META_SCHEMA = "openslob"
 META_TABLE = "datasets"
 LOADER_APP = "openslob-load"
@@ -46,30 +57,30 @@ LOADER_APP = "openslob-load"
 @dataclass(frozen=True)
 class TableSpec(tables.TableSpec):
     def key(self) -> dict[str, object]:
-        return {"rows": self.rows, "seed": self.seed, "layout": LAYOUT_VERSION}
+        return {
+            "rows": self.rows,
+            "seed": self.seed,
+            "layout": LAYOUT_VERSION,
+            "compress_ratio": self.ratio,
+        }
 
 
 # ------------------------------------------------------------------------------- SQL
 
 
-def pad_expressions(*, aliased: bool = False) -> sql.Composable:
-    """c2..c20 values for key k: left(hex(sha512(k*32+column || salt)), 96)."""
-    parts = []
-    for col_no, name in enumerate(PAD_COLUMNS, start=2):
-        expr = sql.SQL("left(encode(sha512(int8send(k * 32 + {col}) || salt), 'hex'), {n})").format(
-            col=sql.Literal(col_no), n=sql.Literal(PAD_CHARS)
-        )
-        parts.append(sql.SQL("{} AS {}").format(expr, sql.Identifier(name)) if aliased else expr)
-    return sql.SQL(", ").join(parts)
-
-
 def create_table_sql(spec: TableSpec) -> list[sql.Composed]:
     table = sql.Identifier(spec.schema, spec.table)
     columns = sql.SQL(", ").join(
-        sql.SQL("{} text NOT NULL").format(sql.Identifier(c)) for c in PAD_COLUMNS
+        sql.SQL("{} bytea NOT NULL").format(sql.Identifier(c)) for c in PAD_COLUMNS
     )
+    # c2 and c3 PLAIN: never compressed or moved out of line. The empty c4..c20 MAIN: a
+    # 1-byte header each (PLAIN would give each a 4-byte one, 68 bytes repeated in every
+    # dead row version).
     storage = sql.SQL(", ").join(
-        sql.SQL("ALTER COLUMN {} SET STORAGE PLAIN").format(sql.Identifier(c)) for c in PAD_COLUMNS
+        sql.SQL("ALTER COLUMN {} SET STORAGE {}").format(
+            sql.Identifier(c), sql.SQL("PLAIN" if c in WIDE_COLUMNS else "MAIN")
+        )
+        for c in PAD_COLUMNS
     )
     return [
         sql.SQL("DROP TABLE IF EXISTS {}").format(table),
@@ -105,7 +116,8 @@ def stream_keys_sql() -> sql.SQL:
 
 
 def load_chunk_sql(spec: TableSpec) -> sql.Composed:
-    """Insert the keys of one load stream in this schema's shuffled order."""
+    """Insert the keys of one load stream in this schema's shuffled order, each row as its
+    page-wide first version (one page each)."""
     return sql.SQL(
         "INSERT INTO {table} (custid, {cols}) "
         "SELECT k, {pads} FROM ({keys}) keys, (SELECT int8send(%(seed)s::bigint) AS salt) s"
@@ -113,8 +125,28 @@ def load_chunk_sql(spec: TableSpec) -> sql.Composed:
         keys=stream_keys_sql(),
         table=sql.Identifier(spec.schema, spec.table),
         cols=sql.SQL(", ").join(map(sql.Identifier, PAD_COLUMNS)),
-        pads=pad_expressions(),
+        pads=first_version_expressions(spec.ratio),
     )
+
+
+STREAM_OF = (
+    "abs(mod(hashint8extended(custid, %(seed)s::bigint # {salt}), %(step)s)) = %(first)s - 1"
+).replace("{salt}", str(STREAM_SALT))
+
+
+def shrink_chunk_sql(spec: TableSpec) -> sql.Composed:
+    """Update the rows of one load stream in place (HOT: no index yet) to the real row."""
+    sets = sql.SQL(", ").join(
+        sql.SQL("{} = {}").format(
+            sql.Identifier(c),
+            random_bytes("custid", PAD_COLUMNS.index(c) + 2, WIDE_BYTES, ratio=spec.ratio),
+        )
+        for c in WIDE_COLUMNS
+    )
+    return sql.SQL(
+        "UPDATE {table} SET {sets} FROM (SELECT int8send(%(seed)s::bigint) AS salt) s"
+        " WHERE {stream}"
+    ).format(table=sql.Identifier(spec.schema, spec.table), sets=sets, stream=sql.SQL(STREAM_OF))
 
 
 META_DDL = sql.SQL(
@@ -123,7 +155,13 @@ META_DDL = sql.SQL(
     "  schema_name text NOT NULL, table_name text NOT NULL,"
     "  rows bigint NOT NULL, seed bigint NOT NULL, layout int NOT NULL,"
     "  status text NOT NULL, started_at timestamptz, finished_at timestamptz,"
-    "  load_seconds float8, PRIMARY KEY (schema_name, table_name))"
+    "  load_seconds float8, PRIMARY KEY (schema_name, table_name));"
+    # Added with COMPRESS_RATIO: bookkeeping of an older openslob reads as 1 (it wrote hex,
+    # and its layout version makes setup reload it anyway). Only when missing: ALTER needs
+    # the owner, and a role that may only read must get as far as the first write.
+    "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = "
+    "'openslob.datasets'::regclass AND attname = 'compress_ratio') THEN "
+    "ALTER TABLE {meta} ADD COLUMN compress_ratio float8 NOT NULL DEFAULT 1; END IF; END $$"
 ).format(schema=sql.Identifier(META_SCHEMA), meta=sql.Identifier(META_SCHEMA, META_TABLE))
 
 
@@ -167,12 +205,19 @@ class DatasetLoader:
     def _current(self, conn: psycopg.Connection) -> dict[tuple[str, str], dict[str, object]]:
         conn.execute(META_DDL)
         rows = conn.execute(
-            sql.SQL("SELECT schema_name, table_name, rows, seed, layout, status FROM {}").format(
-                sql.Identifier(META_SCHEMA, META_TABLE)
-            )
+            sql.SQL(
+                "SELECT schema_name, table_name, rows, seed, layout, status, compress_ratio FROM {}"
+            ).format(sql.Identifier(META_SCHEMA, META_TABLE))
         ).fetchall()
         return {
-            (r[0], r[1]): {"rows": r[2], "seed": r[3], "layout": r[4], "status": r[5]} for r in rows
+            (r[0], r[1]): {
+                "rows": r[2],
+                "seed": r[3],
+                "layout": r[4],
+                "status": r[5],
+                "compress_ratio": r[6],
+            }
+            for r in rows
         }
 
     def _why_invalid(
@@ -187,11 +232,23 @@ class DatasetLoader:
         found = layout.problems(facts.get(f"{spec.schema}.{spec.table}"), spec)
         return "; ".join(found) or None
 
+    @staticmethod
+    def _count_where_unseen(
+        conn: psycopg.Connection, specs: list[TableSpec], facts: dict[str, layout.TableFacts]
+    ) -> None:
+        """Tables whose statistics no longer cover their load (reset, crash): rows and key
+        range counted from the table, not taken from statistics that forgot the deletes."""
+        for spec in specs:
+            found = facts.get(f"{spec.schema}.{spec.table}")
+            if found is not None and not layout.statistics_cover_load(found, spec.rows):
+                layout.count_rows(conn, found)
+
     def plan(self, specs: list[TableSpec]) -> tables.Plan[TableSpec]:
         """Split the wanted tables into those to load (with the reason) and the valid ones."""
         with self._connection(LOADER_APP) as conn:
             current = self._current(conn)
             facts = layout.table_facts(conn)
+            self._count_where_unseen(conn, specs, facts)
             plan: tables.Plan[TableSpec] = tables.Plan()
             for spec in specs:
                 meta = current.get((spec.schema, spec.table), {})
@@ -222,6 +279,7 @@ class DatasetLoader:
                 self._prepare_table(spec)
             loaded = self._run_pool(plan.todo, degree, progress)
             result.tables += [loaded[spec] for spec in plan.todo]
+            self._checkpoint()
         result.seconds = time.monotonic() - started
         return result
 
@@ -266,6 +324,12 @@ class DatasetLoader:
             for statement in create_table_sql(spec):
                 conn.execute(statement)
 
+    def _checkpoint(self) -> None:
+        """The loaded pages to their files now: what the storage (and the compression
+        measurement before a run) sees is the data set as loaded, not zero-filled space."""
+        with self._connection(LOADER_APP) as conn, suppress(psycopg.Error):
+            conn.execute("CHECKPOINT")  # needs superuser or pg_checkpoint: else later
+
     @staticmethod
     def _app(spec: TableSpec) -> str:
         return f"{LOADER_APP} {spec.schema}.{spec.table}"
@@ -296,10 +360,9 @@ class DatasetLoader:
             self._started.setdefault(spec, time.monotonic())
         with self._connection(self._app(spec)) as conn:
             self._session_settings(conn)
-            conn.execute(
-                load_chunk_sql(spec),
-                {"first": first, "last": spec.rows, "step": step, "seed": spec.seed},
-            )
+            params = {"first": first, "last": spec.rows, "step": step, "seed": spec.seed}
+            conn.execute(load_chunk_sql(spec), params)
+            conn.execute(shrink_chunk_sql(spec), params)
             if conn.info.server_version >= 150000:
                 # Publish the insert counts now: a backend flushes them when it goes idle,
                 # lock permitting, else later. Arriving after the table's VACUUM has set
@@ -355,16 +418,26 @@ class DatasetLoader:
         conn.execute(
             sql.SQL(
                 "INSERT INTO {} AS d (schema_name, table_name, rows, seed, layout, status,"
-                "  started_at, load_seconds)"
-                " VALUES (%s, %s, %s, %s, %s, %s, now(), %s)"
+                "  started_at, load_seconds, compress_ratio)"
+                " VALUES (%s, %s, %s, %s, %s, %s, now(), %s, %s)"
                 " ON CONFLICT (schema_name, table_name) DO UPDATE SET"
                 "  rows = excluded.rows, seed = excluded.seed, layout = excluded.layout,"
+                "  compress_ratio = excluded.compress_ratio,"
                 "  status = excluded.status, load_seconds = excluded.load_seconds,"
                 "  started_at = CASE WHEN excluded.status = 'loading'"
                 "    THEN excluded.started_at ELSE d.started_at END,"
                 "  finished_at = CASE WHEN excluded.status = 'complete' THEN now() END"
             ).format(sql.Identifier(META_SCHEMA, META_TABLE)),
-            [spec.schema, spec.table, spec.rows, spec.seed, LAYOUT_VERSION, status, seconds],
+            [
+                spec.schema,
+                spec.table,
+                spec.rows,
+                spec.seed,
+                LAYOUT_VERSION,
+                status,
+                seconds,
+                spec.ratio,
+            ],
         )
 
     def _pages(self, conn: psycopg.Connection, spec: TableSpec) -> int:
@@ -385,17 +458,30 @@ class DatasetLoader:
     def recorded_tables(self) -> list[tables.RecordedTable]:
         """Every table the bookkeeping holds, as setup recorded it; [] without bookkeeping.
         Reads only: nothing is created (a command may still be refused before it changes
-        anything)."""
+        anything). A role that may not read it knows no data set (its first write is then
+        refused with the reason)."""
+        try:
+            return self._recorded_tables()
+        except psycopg.errors.InsufficientPrivilege:
+            return []
+
+    def _recorded_tables(self) -> list[tables.RecordedTable]:
         with self._connection(LOADER_APP) as conn:
             meta = f"{META_SCHEMA}.{META_TABLE}"
             if conn.execute("SELECT to_regclass(%s)", [meta]).fetchone()[0] is None:
                 return []
+            has_ratio = conn.execute(
+                "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass"
+                " AND attname = 'compress_ratio' AND NOT attisdropped",
+                [meta],
+            ).fetchone()[0]
+            ratio = sql.SQL("compress_ratio" if has_ratio else "1::float8")
             rows = conn.execute(
-                sql.SQL("SELECT schema_name, table_name, rows, seed FROM {}").format(
-                    sql.Identifier(META_SCHEMA, META_TABLE)
+                sql.SQL("SELECT schema_name, table_name, rows, seed, {} FROM {}").format(
+                    ratio, sql.Identifier(META_SCHEMA, META_TABLE)
                 )
             ).fetchall()
-        return [tables.RecordedTable(r[0], r[1], int(r[2]), int(r[3])) for r in rows]
+        return [tables.RecordedTable(r[0], r[1], int(r[2]), int(r[3]), float(r[4])) for r in rows]
 
     def existing_schemas(self) -> list[str]:
         """Schemas that setup recorded, in natural order (user2 before user10)."""

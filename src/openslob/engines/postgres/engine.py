@@ -11,9 +11,11 @@ import psycopg
 from openslob.config.option import BLOCK_SIZE
 from openslob.engines.common.engine import SlobEngine
 from openslob.engines.postgres import guard
+from openslob.engines.postgres.datafiles import relation_compressibility
 from openslob.engines.postgres.dataset import DatasetLoader, TableSpec
 from openslob.engines.postgres.verify import TableVerifier, amcheck_available
 from openslob.engines.postgres.workload import install_procedures
+from openslob.model.compressibility import Compressibility
 from openslob.model.errors import SetupError
 from openslob.model.secrets import redact
 
@@ -103,6 +105,12 @@ class PostgresEngine(SlobEngine):
     def verifier(self) -> Iterator[TableVerifier]:
         with self._connect() as conn:
             yield TableVerifier(conn, amcheck_available(conn))
+
+    def relation_compressibility(
+        self, relations: list[str], sample_bytes: int
+    ) -> list[Compressibility]:
+        with self._connect() as conn:
+            return [relation_compressibility(conn, name, sample_bytes) for name in relations]
 
     def data_bytes(self, rows: int) -> int:
         return rows * BLOCK_SIZE  # one row per page

@@ -30,15 +30,62 @@ from psycopg.rows import dict_row
 from openslob.engines.common.tables import TableSpec
 
 PAD_COLUMNS = tuple(f"c{i}" for i in range(2, 21))  # SLOB's CF1 has c2..c20
-FILLFACTOR = 10  # one ~1.9 KB row per page, room for its HOT update beside it
+FILLFACTOR = 10  # one 448-byte row per page, room for ~17 HOT versions of it beside it
+
+# The row: custid, then c2 and c3 holding WIDE_BYTES random bytes each (bytea, STORAGE
+# PLAIN), c4..c20 empty (1-byte short varlena headers). Every update rewrites c2 and c3, so
+# a dead row version left in a page's free space shares only ~40 bytes (header, custid, the
+# empty columns) with the live row: the free space stays incompressible after updates.
+# A row of 448 bytes keeps one row per page at fillfactor 10 (a second insert needs
+# 448 + 7,372 bytes free, a page with one row has 7,712) and leaves room for ~17 HOT
+# versions before a page must be pruned (a 1.9 KB row left room for 3).
+WIDE_COLUMNS = ("c2", "c3")
+NARROW_COLUMNS = PAD_COLUMNS[len(WIDE_COLUMNS) :]
+WIDE_BYTES = 192  # 3 sha512 outputs
+PAGE_HEADER_BYTES = 24
+LINE_POINTER_BYTES = 4
+TUPLE_HEADER_BYTES = 24  # MAXALIGN(23): no null bitmap
+PAGE_BYTES = 8192
+
+
+def _maxalign(n: int) -> int:
+    return (n + 7) & ~7
+
+
+def row_bytes(c2_bytes: int, c3_bytes: int = WIDE_BYTES) -> int:
+    """Stored size of a row (MAXALIGNed) with these widths of c2 and c3: header, custid,
+    c2 and c3 with 4-byte varlena headers (int-aligned), 17 empty 1-byte varlenas."""
+    c3_at = TUPLE_HEADER_BYTES + 8 + 4 + c2_bytes
+    c3_at = (c3_at + 3) & ~3
+    return _maxalign(c3_at + 4 + c3_bytes + len(NARROW_COLUMNS))
+
+
+ROW_BYTES = row_bytes(WIDE_BYTES)
+
+
+def fill_c2_bytes() -> int:
+    """Width of c2 in a row's first version, so that it and the row's real version fill the
+    page to the last byte: setup inserts the wide first version (one per page: it cannot
+    share one), updates it in place to the real row (HOT), and VACUUM prunes it. Pruning
+    does not zero freed space, so the page's free space keeps the wide version's random
+    bytes instead of zeros."""
+    room = PAGE_BYTES - PAGE_HEADER_BYTES - 2 * LINE_POINTER_BYTES - ROW_BYTES
+    width = room - row_bytes(0)
+    while row_bytes(width) > room:
+        width -= 1
+    return width - width % 4
+
 
 # A cf1 may hold this many pages over one per row: a few empty pages are left by two load
 # streams extending the file at once; more means rows moved out of their pages.
 MAX_EXTRA_PAGES_PCT = 2.0
 MIN_EXTRA_PAGES = 8
-# Dead row versions per row beyond which a table is bloated. With the horizon free, at most
-# the last update of each page waits for that page's next visit (~1 per row measured).
-MAX_DEAD_PER_ROW = 2.0
+# Dead row versions per row beyond which a table is bloated: more than one page holds. With
+# the horizon free, a page keeps at most the versions of its row that fit beside it until
+# its next visit prunes them (measured: ~1.3 per row after a 60 s UPDATE_PCT=100 run at
+# 16 sessions on 2 x 2,048 rows); more can only sit in other pages (rows moved).
+HOT_VERSIONS_PER_PAGE = (PAGE_BYTES - PAGE_HEADER_BYTES) // (ROW_BYTES + LINE_POINTER_BYTES)
+MAX_DEAD_PER_ROW = float(HOT_VERSIONS_PER_PAGE - 1)
 
 # B-tree geometry of the unique bigint index: a tuple is 16 bytes plus a 4-byte line pointer,
 # 8,152 usable bytes per page; an index build fills inner pages to 70 %.
@@ -66,6 +113,10 @@ class TableFacts:
     index_valid: bool | None
     index_unique: bool | None
     plain_columns: int
+    inserted_rows: int | None = None  # n_tup_ins: since the load, unless statistics were reset
+    counted: bool = False  # live_rows and the key range counted from the table itself
+    min_key: int | None = None
+    max_key: int | None = None
 
     @property
     def name(self) -> str:
@@ -105,14 +156,16 @@ def problems(facts: TableFacts | None, spec: TableSpec) -> list[str]:
     found = []
     if facts.rows is not None and facts.rows != spec.rows:
         found.append(f"{facts.rows:,} rows, not {spec.rows:,}")
+    if facts.counted and (facts.min_key, facts.max_key) != (1, spec.rows):
+        found.append(f"keys {facts.min_key}..{facts.max_key}, not 1..{spec.rows}")
     if facts.pages < spec.rows:
         found.append(f"{facts.pages:,} pages for {spec.rows:,} rows")
     if (why := bloat(facts, spec.rows)) is not None:
         found.append(why)
     if facts.fillfactor != FILLFACTOR:
         found.append(f"fillfactor {facts.fillfactor or 100}, not {FILLFACTOR}")
-    if facts.plain_columns != len(PAD_COLUMNS):
-        found.append("padding not STORAGE PLAIN")
+    if facts.plain_columns != len(WIDE_COLUMNS):
+        found.append("padding (c2, c3) not STORAGE PLAIN")
     if spec.indexed and not (facts.index_valid and facts.index_unique):
         found.append("no valid unique index on custid")
     return found
@@ -143,11 +196,31 @@ WHERE c.relkind = 'r' AND n.nspname ~ '^user[0-9]+$' AND c.relname IN ('cf1', 'c
 """
 
 
+def statistics_cover_load(facts: TableFacts, rows: int) -> bool:
+    """Whether the statistics saw the load: its inserts are still counted. A statistics reset
+    (pg_stat_reset) or a crash clears them, and with them every delete since: the rows must
+    then be counted from the table."""
+    return facts.live_rows is not None and (facts.inserted_rows or 0) >= rows
+
+
+def count_rows(conn: psycopg.Connection, facts: TableFacts) -> None:
+    """Rows and key range from the table itself (through the custid index where there is
+    one: an index-only scan on a vacuumed table)."""
+    from psycopg import sql
+
+    table = sql.Identifier(facts.schema, facts.table)
+    rows, low, high = conn.execute(
+        sql.SQL("SELECT count(*), min(custid), max(custid) FROM {}").format(table)
+    ).fetchone()
+    facts.live_rows, facts.min_key, facts.max_key = int(rows), low, high
+    facts.counted = True
+
+
 def table_facts(conn: psycopg.Connection) -> dict[str, TableFacts]:
     """Every SLOB table of the database ("userN.cf1" -> facts), from the catalog alone."""
     conn.execute("SELECT pg_stat_clear_snapshot()")
     with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute(_FACTS, {"pads": list(PAD_COLUMNS)}).fetchall()
+        rows = cur.execute(_FACTS, {"pads": list(WIDE_COLUMNS)}).fetchall()
     facts = [TableFacts(**row) for row in rows]
     return {f.name: f for f in facts}
 

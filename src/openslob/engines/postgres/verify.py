@@ -8,19 +8,27 @@ where the amcheck extension can be used, an index-vs-heap check.
 
 from __future__ import annotations
 
+import contextlib
+
 import psycopg
 from psycopg import sql
 
 from openslob.engines.api import Check
-from openslob.engines.common.verify import VerifierBase, correlation_check
+from openslob.engines.common.verify import (
+    VerifierBase,
+    compression_check,
+    correlation_check,
+    index_compression_check,
+)
 from openslob.engines.postgres import layout
+from openslob.engines.postgres.datafiles import relation_compressibility
 from openslob.engines.postgres.dataset import (
     LAYOUT_VERSION,
     META_SCHEMA,
     META_TABLE,
-    PAD_COLUMNS,
     TableSpec,
 )
+from openslob.engines.postgres.layout import WIDE_COLUMNS
 
 
 def _page_map(spec: TableSpec) -> sql.Composed:
@@ -34,6 +42,10 @@ class TableVerifier(VerifierBase):
         self.conn = conn
         self.amcheck = amcheck
         self.facts = layout.table_facts(conn)
+        # Data files as current as the buffers for the compression checks (a role without
+        # pg_checkpoint reads the files as the server last wrote them).
+        with contextlib.suppress(psycopg.Error):
+            conn.execute("CHECKPOINT")
 
     def exists(self, spec: TableSpec) -> bool:
         found = self.conn.execute(
@@ -42,7 +54,10 @@ class TableVerifier(VerifierBase):
         return bool(found and found[0])
 
     def table_checks(self, spec: TableSpec) -> list[Check]:
-        return self._layout(spec) + self._bloat(spec) + self._meta(spec) + self._storage(spec)
+        checks = self._layout(spec) + self._bloat(spec) + self._meta(spec) + self._storage(spec)
+        measured = relation_compressibility(self.conn, f"{spec.schema}.{spec.table}")
+        name = f"{spec.table} compression"
+        return [*checks, compression_check(spec.schema, name, measured, spec.ratio)]
 
     def _layout(self, spec: TableSpec) -> list[Check]:
         rows, used, max_per_page, min_key, max_key, corr, pages = self.conn.execute(
@@ -124,22 +139,23 @@ class TableVerifier(VerifierBase):
         return [Check(spec.schema, f"{spec.table} load", status, "complete", ok)]
 
     def _storage(self, spec: TableSpec) -> list[Check]:
-        """Padding must never be compressed or moved out of line (TOAST)."""
+        """Padding (c2, c3) must never be compressed or moved out of line (TOAST)."""
         plain, toast_pages = self.conn.execute(
             "SELECT (SELECT count(*) FROM pg_attribute a WHERE a.attrelid = c.oid"
             "   AND a.attname = ANY(%s) AND a.attstorage = 'p'),"
             "  coalesce(pg_relation_size(nullif(c.reltoastrelid, 0)), 0)"
             "   / current_setting('block_size')::int"
             " FROM pg_class c WHERE c.oid = %s::regclass",
-            [list(PAD_COLUMNS), f"{spec.schema}.{spec.table}"],
+            [list(WIDE_COLUMNS), f"{spec.schema}.{spec.table}"],
         ).fetchone()
+        wide = len(WIDE_COLUMNS)
         return [
             Check(
                 spec.schema,
                 f"{spec.table} padding uncompressed",
-                f"{plain}/{len(PAD_COLUMNS)} plain, {toast_pages} TOAST pages",
-                f"{len(PAD_COLUMNS)}/{len(PAD_COLUMNS)} plain, 0 TOAST pages",
-                plain == len(PAD_COLUMNS) and toast_pages == 0,
+                f"{plain}/{wide} plain, {toast_pages} TOAST pages",
+                f"{wide}/{wide} plain, 0 TOAST pages",
+                plain == wide and toast_pages == 0,
             )
         ]
 
@@ -161,6 +177,10 @@ class TableVerifier(VerifierBase):
                 bool(valid and unique),
             )
         ]
+        measured = relation_compressibility(self.conn, name)
+        checks.append(
+            index_compression_check(spec.schema, f"{spec.table} index compression", measured)
+        )
         if self.amcheck and valid:
             try:
                 self.conn.execute("SELECT bt_index_check(%s::regclass, true)", [name])

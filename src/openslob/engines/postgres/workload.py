@@ -13,12 +13,12 @@ before the window's "before" snapshot. A CALL carries on where the previous one 
 `op_base` continues the op counter (the every-Nth-op patterns), random() keeps its state in
 the backend, and `result.next` says what the next CALL's conf takes over.
 
-LITE updates c2 and c3, two adjacent leading columns: PostgreSQL's WAL prefix/suffix
-compression then logs only the change. (SLOB's c2 and c20 would span the whole row and log it
-all, leaving nothing for HEAVY to add.) HEAVY rewrites all 19 pad columns. New values are
-an md5 of random() and the clock spliced into the column, so every update really changes the
-row, even when a run replays the same seed, and the row keeps its length (its HOT update
-still fits in the page).
+LITE updates c2 and c3, HEAVY all 19 pad columns. c2 and c3 hold nearly all of a row's bytes
+(dataset.py; c4..c20 are empty), so both rewrite ~400 bytes per row: the dead versions an
+update leaves in the page then share almost nothing with the live row, and the page stays
+incompressible. New values are sha512 of 16 bytes from gen_random_uuid() per op and the
+key: full entropy, different in every row and every update, even when a run replays the same
+seed, and the row keeps its length (its HOT update still fits in the page).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import psycopg
 from psycopg import sql
 
 from openslob.engines.postgres.dataset import META_SCHEMA, PAD_COLUMNS
+from openslob.engines.postgres.layout import WIDE_BYTES, WIDE_COLUMNS
+from openslob.engines.postgres.rowbytes import random_bytes
 from openslob.model.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
 from openslob.model.rate import LATE_1MS_US, LATE_10MS_US
 
@@ -88,7 +90,7 @@ DECLARE
     n_sel bigint := 0; n_upd bigint := 0; n_scan bigint := 0;
     n_hot bigint := 0; n_spot bigint := 0; n_think bigint := 0; think_s float8 := 0;
     rows_sel bigint := 0; rows_upd bigint := 0;
-    op bigint := op_base; k bigint; lo bigint; cnt bigint; changed bigint; v text;
+    op bigint := op_base; k bigint; lo bigint; cnt bigint; changed bigint; v bytea;
     hot boolean; kind int; pause float8;
     t0 float8; t1 float8; us bigint; e int; idx int;
     began float8; ended float8; now_e float8; opened float8; n_release bigint := 0;
@@ -168,8 +170,9 @@ BEGIN
             END IF;
             rows_sel := rows_sel + cnt;
         ELSIF kind = 1 THEN
-            -- The clock makes a replay of the same seed still change every row it updates.
-            v := md5(random()::text || clock_timestamp()::text);
+            -- Random per op (not random()'s replayable state): a replay of the same seed
+            -- still writes new bytes; each row's bytes are sha512 of v and its key.
+            v := uuid_send(gen_random_uuid());
             IF heavy THEN
                 IF hot THEN
                     UPDATE {hot_cf1} SET {heavy_set} WHERE custid BETWEEN lo AND k;
@@ -291,13 +294,23 @@ $body$
 """
 
 
-def _set_list(columns: tuple[str, ...]) -> sql.Composable:
-    return sql.SQL(", ").join(
-        sql.SQL("{c} = v || substr({c}, 33)").format(c=sql.Identifier(c)) for c in columns
-    )
+def _set_list(columns: tuple[str, ...], ratio: float = 1.0) -> sql.Composable:
+    """New c2 and c3: WIDE_BYTES of sha512(v, key, column) (at the data set's
+    COMPRESS_RATIO); empty columns stay empty."""
+    sets = []
+    for c in columns:
+        if c in WIDE_COLUMNS:
+            column = PAD_COLUMNS.index(c) + 2
+            value = random_bytes("custid", column, WIDE_BYTES, salt="v", ratio=ratio)
+        else:
+            value = sql.SQL("''::bytea")
+        sets.append(sql.SQL("{} = {}").format(sql.Identifier(c), value))
+    return sql.SQL(", ").join(sets)
 
 
-def procedure_ddl(schema: str, server_version: int, hot_schema: str = "user1") -> sql.Composed:
+def procedure_ddl(
+    schema: str, server_version: int, hot_schema: str = "user1", ratio: float = 1.0
+) -> sql.Composed:
     """CREATE OR REPLACE PROCEDURE userN.slob_work for one schema."""
     return sql.SQL(_TEMPLATE).format(
         proc=sql.Identifier(schema, PROCEDURE),
@@ -305,8 +318,8 @@ def procedure_ddl(schema: str, server_version: int, hot_schema: str = "user1") -
         cf2=sql.Identifier(schema, "cf2"),
         hot_cf1=sql.Identifier(hot_schema, "cf1"),
         hot_cf2=sql.Identifier(hot_schema, "cf2"),
-        heavy_set=_set_list(PAD_COLUMNS),
-        lite_set=_set_list(LITE_COLUMNS),
+        heavy_set=_set_list(PAD_COLUMNS, ratio),
+        lite_set=_set_list(LITE_COLUMNS, ratio),
         slots=sql.SQL(str(SLOTS)),
         bucket=_bucket_code(indent=16),
         late1=sql.SQL(str(LATE_1MS_US)),
@@ -414,9 +427,31 @@ def ash_block(
     )
 
 
+def recorded_ratios(conn: psycopg.Connection) -> dict[str, float]:
+    """COMPRESS_RATIO each schema's cf1 was loaded with (updates write the same)."""
+    meta = f"{META_SCHEMA}.datasets"
+    if conn.execute("SELECT to_regclass(%s)", [meta]).fetchone()[0] is None:
+        return {}
+    has_ratio = conn.execute(
+        "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass"
+        " AND attname = 'compress_ratio' AND NOT attisdropped",
+        [meta],
+    ).fetchone()[0]
+    if not has_ratio:
+        return {}
+    rows = conn.execute(
+        sql.SQL("SELECT schema_name, compress_ratio FROM {} WHERE table_name = 'cf1'").format(
+            sql.Identifier(META_SCHEMA, "datasets")
+        )
+    ).fetchall()
+    return {r[0]: float(r[1]) for r in rows}
+
+
 def install_procedures(conn: psycopg.Connection, schemas: list[str]) -> None:
+    ratios = recorded_ratios(conn)
     for schema in schemas:
-        conn.execute(procedure_ddl(schema, conn.info.server_version))
+        ddl = procedure_ddl(schema, conn.info.server_version, ratio=ratios.get(schema, 1.0))
+        conn.execute(ddl)
     # Left by earlier versions, whose wait sampler was a function in this database.
     conn.execute(
         sql.SQL("DROP FUNCTION IF EXISTS {}(text, float8, float8, float8)").format(
