@@ -1,0 +1,154 @@
+"""The start barrier across servers whose clocks disagree: a private PostgreSQL 18 whose clock
+reads 250 ms ahead of the client's (Debian's libfaketime preloaded into it) beside one that
+reads the client's own; every session's first window op starts within 5 ms of the barrier
+on both, and run.json records each server's measured offset."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from openslob.engines.common.server import SERVER_ENV
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.results.schema import validate_run
+from openslob.runner import clocks
+from tests.conftest import invoke, make_base_dir
+
+LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+SKEW_S = 0.250
+SCALE = 3000
+
+
+def start_skewed(srv: EmbeddedServer, skew_s: float) -> None:
+    """Restart `srv` with libfaketime preloaded (its clock `skew_s` ahead of ours): pg_ctl as
+    the server user, the environment the product starts it with plus the preload. The
+    monotonic clock stays real: only what the server reads as the time of day moves."""
+    srv.stop()
+    env = {
+        "PATH": f"{srv.bin_dir}:/usr/bin:/bin",
+        **SERVER_ENV,
+        "LD_PRELOAD": str(LIBFAKETIME),
+        "FAKETIME": f"{skew_s:+.3f}",
+        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+        "FAKETIME_DONT_RESET": "1",  # forked backends keep the postmaster's offset
+    }
+    pg_ctl = [str(srv.bin_dir / "pg_ctl"), "-D", str(srv.pgdata), "-l", str(srv.log_file)]
+    subprocess.run(
+        [*pg_ctl, "-w", "start"],
+        cwd=srv.instance_dir,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+        **srv._as_server_user(),
+    )
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[EmbeddedServer, EmbeddedServer]]:
+    """A server on the client's clock and one 250 ms ahead, both with a small data set."""
+    assert LIBFAKETIME.exists(), "Debian's libfaketime is part of the test environment"
+    base = make_base_dir("openslob-clock-")
+    plain, skewed = EmbeddedServer(base / "plain"), EmbeddedServer(base / "skewed")
+    plain.start("pio")
+    skewed.start("pio")
+    try:
+        start_skewed(skewed, SKEW_S)
+        result = invoke(
+            "setup",
+            "--target",
+            plain.conninfo(),
+            "--target",
+            skewed.conninfo(),
+            "--schemas",
+            "2",
+            "--scale",
+            str(SCALE),
+            cwd=base,
+        )
+        assert result.exit_code == 0, result.output
+        yield plain, skewed
+    finally:
+        for srv in (plain, skewed):
+            srv.destroy()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def server_clock(srv: EmbeddedServer) -> float:
+    with psycopg.connect(srv.conninfo()) as conn:
+        return float(
+            conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
+        )
+
+
+def test_min_rtt_estimate_recovers_the_skew(servers) -> None:
+    """The estimate itself: the faked clock is read 250 ms ahead, the real one at 0, each
+    to within half its fastest round trip (plus libfaketime's own rounding)."""
+    plain, skewed = servers
+    for srv, skew_s in ((plain, 0.0), (skewed, SKEW_S)):
+        with psycopg.connect(srv.conninfo(), autocommit=True) as conn:
+            reading = clocks.measure(
+                lambda c=conn: c.execute(
+                    "SELECT extract(epoch FROM clock_timestamp())::float8"
+                ).fetchone()[0]
+            )
+        assert reading.round_trips == clocks.ROUND_TRIPS
+        assert 0 < reading.rtt_s < 0.05
+        assert reading.offset_s == pytest.approx(skew_s, abs=reading.uncertainty_s + 0.002)
+
+
+def test_window_starts_together_on_a_skewed_server(servers, tmp_path: Path) -> None:
+    plain, skewed = servers
+    # the fixture's premise, measured independently of the product: 250 ms ahead
+    assert server_clock(skewed) - time.time() == pytest.approx(SKEW_S, abs=0.02)
+    result = invoke(
+        "run",
+        "--target",
+        plain.conninfo(),
+        "--target",
+        skewed.conninfo(),
+        "--schemas",
+        "2",
+        "--scale",
+        str(SCALE),
+        "--sessions",
+        "4",
+        "--warmup",
+        "1",
+        "--run-time",
+        "2",
+        "--results-dir",
+        str(tmp_path / "results"),
+        cwd=tmp_path,
+    )
+    assert result.exit_code == 0, result.output
+    (run_dir,) = (tmp_path / "results").iterdir()
+    run = json.loads((run_dir / "run.json").read_text())
+    validate_run(run)  # instances[].clock and sessions[].start_lag_ms follow the schema
+    first, second = (i["clock"] for i in run["instances"])
+    assert abs(first["offset_ms"]) < 2 and second["offset_ms"] == pytest.approx(250, abs=5)
+    assert second["warmup_offset_ms"] == pytest.approx(250, abs=5)
+    assert first["round_trips"] == clocks.ROUND_TRIPS and 0 < second["rtt_ms"] < 50
+    # every session's first window op, in the client's clock, within 5 ms of the barrier
+    lags = {s["instance"]: [] for s in run["sessions"]}
+    for session in run["sessions"]:
+        lags[session["instance"]].append(session["start_lag_ms"])
+    assert sorted(lags) == [0, 1] and all(len(v) == 2 for v in lags.values())
+    for k, clock in enumerate((first, second)):
+        assert all(0 <= lag < 5 for lag in lags[k]), (k, lags)
+        assert (clock["start_lag_ms_min"], clock["start_lag_ms_max"]) == (
+            min(lags[k]),
+            max(lags[k]),
+        )
+    # the offset above the bound is said, naming the server; the plain one is not named
+    said = [w for w in run["warnings"] if "server clock" in w]
+    assert len(said) == 1 and run["instances"][1]["target"] in said[0], said
+    report = (run_dir / "report.txt").read_text()
+    assert "clock" in report and f"{second['offset_ms']:+.1f}" in report
