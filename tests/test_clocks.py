@@ -5,6 +5,7 @@ on both, and run.json records each server's measured offset."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import subprocess
@@ -14,12 +15,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from selenium import webdriver
 
 from openslob.engines.common.server import SERVER_ENV
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.results.schema import validate_run
 from openslob.runner import clocks
 from tests.conftest import invoke, make_base_dir
+from tests.test_html_report import browser, chart_box, open_page  # noqa: F401  (a fixture)
 
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 SKEW_S = 0.250
@@ -104,7 +107,13 @@ def test_min_rtt_estimate_recovers_the_skew(servers) -> None:
         assert reading.offset_s == pytest.approx(skew_s, abs=reading.uncertainty_s + 0.002)
 
 
-def test_window_starts_together_on_a_skewed_server(servers, tmp_path: Path) -> None:
+def test_window_starts_together_on_a_skewed_server(
+    servers,
+    tmp_path: Path,
+    browser: webdriver.Chrome,  # noqa: F811
+) -> None:
+    """The barrier corrected by each server's offset; and each instance's own figures over
+    time: timeseries.csv `key@n`, the live metrics' `instance` label, the HTML's charts."""
     plain, skewed = servers
     # the fixture's premise, measured independently of the product: 250 ms ahead
     assert server_clock(skewed) - time.time() == pytest.approx(SKEW_S, abs=0.02)
@@ -124,6 +133,10 @@ def test_window_starts_together_on_a_skewed_server(servers, tmp_path: Path) -> N
         "1",
         "--run-time",
         "2",
+        "--sample-interval",
+        "1",
+        "--metrics-textfile",
+        str(tmp_path / "live.prom"),
         "--results-dir",
         str(tmp_path / "results"),
         cwd=tmp_path,
@@ -152,3 +165,41 @@ def test_window_starts_together_on_a_skewed_server(servers, tmp_path: Path) -> N
     assert len(said) == 1 and run["instances"][1]["target"] in said[0], said
     report = (run_dir / "report.txt").read_text()
     assert "clock" in report and f"{second['offset_ms']:+.1f}" in report
+
+    # each instance over time: its columns add up to the row's total
+    with (run_dir / "timeseries.csv").open(newline="") as file:
+        rows = [r for r in csv.DictReader(file) if r["phase"] == "window"]
+    assert len(rows) == 2
+    for row in rows:
+        for key in ("slobops_per_s", "pio_reads_per_s", "commits_per_s"):
+            parts = [float(row[f"{key}@{n}"]) for n in (1, 2)]
+            assert sum(parts) == pytest.approx(float(row[key]), abs=0.01), (key, row)
+        assert all(float(row[f"slobops_per_s@{n}"]) > 0 for n in (1, 2))
+        assert all(float(row[f"op_p99_us@{n}"]) > 0 for n in (1, 2))
+        assert float(row["db_read_latency_us@2"]) > 0
+    # the live metrics: the latest interval's per instance, labelled
+    live = (tmp_path / "live.prom").read_text()
+    target = run["instances"][1]["target"]
+    line = next(
+        x
+        for x in live.splitlines()
+        if x.startswith("openslob_instance_slobops_per_second{") and 'instance="2"' in x
+    )
+    assert f'target="{target}"' in line
+    assert float(line.rsplit(" ", 1)[1]) == pytest.approx(float(rows[-1]["slobops_per_s@2"]))
+    # the HTML report: a chart per figure with a line per instance, the CSV's values
+    page = tmp_path / "run.html"
+    html = invoke("report", str(run_dir), "--html", "-o", str(page), cwd=tmp_path)
+    assert html.exit_code == 0, html.output
+    open_page(browser, page)
+    index, _ = chart_box(browser, "SLOBops per instance")
+    drawn = browser.execute_script(
+        "return window.openslobCharts[arguments[0]].data.datasets"
+        ".map(d => [d.label, d.data.map(p => p.y)])",
+        index,
+    )
+    assert [label for label, _ in drawn] == [
+        f"{n} {i['target']}" for n, i in enumerate(run["instances"], 1)
+    ]
+    for n, (_, ys) in enumerate(drawn, start=1):
+        assert ys == [pytest.approx(float(r[f"slobops_per_s@{n}"])) for r in rows]
