@@ -4,9 +4,10 @@ ops started after the barrier."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
-from openslob.report.blocks import NA, fmt
+from openslob.report.blocks import NA, WIDTH, fmt
 
 
 def clock_lines(run: dict[str, Any]) -> list[str]:
@@ -21,9 +22,10 @@ def clock_lines(run: dict[str, Any]) -> list[str]:
             continue
         lo, hi = clock.get("start_lag_ms_min"), clock.get("start_lag_ms_max")
         starts = NA if lo is None or hi is None else f"{fmt(lo, 1)}-{fmt(hi, 1)} ms"
-        lines.append(
+        text = (
             f"clock {name}server {clock['offset_ms']:+.1f} ms against the client "
             f"(±{clock['rtt_ms'] / 2:.2f} ms, fastest of {clock['round_trips']} round trips); "
             f"first window ops {starts} after the barrier"
         )
+        lines += textwrap.wrap(text, WIDTH, subsequent_indent=" " * 6, break_on_hyphens=False)
     return lines
