@@ -22,7 +22,7 @@ from openslob.engines.postgres.server import EmbeddedServer
 from openslob.results.schema import validate_run
 from openslob.runner import clocks
 from tests.conftest import invoke, make_base_dir
-from tests.test_html_report import browser, chart_box, open_page  # noqa: F401  (a fixture)
+from tests.integration.test_html_report import browser, chart_box, open_page  # noqa: F401  (a fixture)
 
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 SKEW_S = 0.250
