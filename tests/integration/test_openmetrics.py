@@ -21,6 +21,7 @@ from openslob.cli import cli
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model.histogram import Histogram
 from openslob.model.metrics import METRICS
+from openslob.model.perinstance import instance_keys
 from openslob.results.openmetrics import BUCKETS_US, exported_names, histogram_buckets, metric_name
 from tests.conftest import invoke
 from tests.integration.test_run import dataset  # noqa: F401  (the same data set as test_run: loaded once)
@@ -281,5 +282,6 @@ def test_readme_lists_every_exported_name() -> None:
     listed = set(re.findall(r"`(openslob_[a-z0-9_]+)`", section))
     live = [k for k, m in METRICS.items() if m.live]
     horizon = ["horizon_age_xids", "history_length"]  # the engines' horizon figures
-    assert set(exported_names([*live, *horizon])) == listed
-    assert len(set(exported_names([*live, *horizon]))) == len(exported_names([*live, *horizon]))
+    keys = [*live, *horizon, *instance_keys(2)]  # a run over two instances
+    assert set(exported_names(keys)) == listed
+    assert len(set(exported_names(keys))) == len(exported_names(keys))

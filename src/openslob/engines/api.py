@@ -209,6 +209,10 @@ class Monitor(Protocol):
     def read_file(self, path: str) -> str | None:
         """A file of the server's host (its /proc), None where the engine cannot read one."""
 
+    def clock_epoch(self) -> float:
+        """The server's clock now, as Unix epoch seconds (the clock its work loop reads), in
+        one short statement: the runner times the round trip (runner/clocks.py)."""
+
     def sample_waits(
         self, application_name: str, start_epoch: float, end_epoch: float | None, hz: float
     ) -> Any:

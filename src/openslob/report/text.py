@@ -15,6 +15,7 @@ from typing import Any
 from openslob.analysis.figures import value as figure_value
 from openslob.model.metrics import DEFAULT_TERMS, label
 from openslob.report.blocks import NA, WIDTH, fmt, fmt_us, latency_table, per_op, section, table
+from openslob.report.clocktext import clock_lines
 from openslob.report.intervaltext import interval_section
 from openslob.report.rate import rate_section
 from openslob.report.storage import storage_lines
@@ -491,6 +492,8 @@ def _sessions(run: dict[str, Any]) -> list[str]:
     )
     if len(sessions) > len(shown):
         lines.append(f"... {len(sessions) - len(shown)} more sessions in run.json")
+    if not multi:  # a run over several instances has them under Instances
+        lines += clock_lines(run)
     window = run.get("window") or {}
     if window.get("calls"):
         step, gap = fmt(run["config"].get("SAMPLE_INTERVAL")), window.get
@@ -537,7 +540,7 @@ def _instances(run: dict[str, Any]) -> list[str]:
         "(rates add; read latency is weighted by reads; a host shared by instances counts once "
         "in device figures; op p99: the SLOBops of all types, from the in-loop histograms)"
     )
-    return lines
+    return lines + clock_lines(run)
 
 
 def _warnings(run: dict[str, Any]) -> list[str]:

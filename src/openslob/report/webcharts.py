@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from openslob.model.histogram import merged_ops
 from openslob.model.metrics import OP_KINDS
 from openslob.model.metrics import label as metric_label
+from openslob.model.perinstance import INSTANCE_KEYS, instance_column
 from openslob.report.compareplots import side_refs
 from openslob.report.figure import PCT_COLORS
 from openslob.report.petal import (
@@ -228,6 +229,7 @@ def timeseries(
             specs.append(
                 _spec(title, x_axis, {"label": unit}, series, line=True, group=group, bands=bands)
             )
+    specs += _instance_panels(rows, run, x_axis, group, bands)
     op_series = []
     for n, kind in enumerate(OP_KINDS):
         for style, (column, shown) in enumerate(OP_PERCENTILES):
@@ -254,6 +256,41 @@ def timeseries(
                 bands=bands,
             )
         )
+    return specs
+
+
+def _instance_panels(
+    rows: Sequence[Mapping[str, Any]],
+    run: Mapping[str, Any],
+    x_axis: Mapping[str, Any],
+    group: str,
+    bands: list[list[Any]],
+) -> list[Spec]:
+    """A run over several instances: one chart per figure of INSTANCE_KEYS, a line per
+    instance (timeseries.csv `key@n`), labelled by its number and target."""
+    instances = run.get("instances") or []
+    if len(instances) < 2:
+        return []
+    terms = (run.get("engine") or {}).get("terms")
+    specs = []
+    for key in INSTANCE_KEYS:
+        series = [
+            s
+            for n, inst in enumerate(instances, start=1)
+            if (
+                s := _column_series(
+                    rows,
+                    instance_column(key, n),
+                    f"{n} {inst.get('target')}",
+                    PCT_COLORS[(n - 1) % len(PCT_COLORS)],
+                )
+            )
+            is not None
+        ]
+        if series:
+            title = f"{metric_label(key, terms)} per instance"
+            unit = {"label": "µs" if key.endswith("_us") else "per second"}
+            specs.append(_spec(title, x_axis, unit, series, line=True, group=group, bands=bands))
     return specs
 
 

@@ -20,7 +20,7 @@ from openslob.config.resolve import Config
 from openslob.engines import registry
 from openslob.engines.common.tables import CACHE_RATIO, schema_order
 from openslob.host import snapshot as host_snapshot
-from openslob.model import combine, rate
+from openslob.model import clockoffset, combine, rate
 from openslob.model.clock import iso
 from openslob.model.histogram import Histogram
 from openslob.model.metrics import INTENDED, OP_KINDS, core_keys
@@ -251,6 +251,7 @@ def _sessions(record: RunRecord, seconds: float | None) -> list[dict[str, Any]]:
                 "mean_us": None if not hist.count else round(hist.mean_us() or 0, 1),
                 "p99_us": None if not hist.count else hist.percentile_us(99),
                 "warmup_ops": (o.warmup or {}).get("ops"),
+                "start_lag_ms": _ms(_start_lag_s(record, o)),
                 "calls": o.calls,
                 "call_gap_mean_ms": round(o.call_gap_sum_s / (o.calls - 1) * 1000, 3)
                 if o.calls > 1
@@ -260,6 +261,19 @@ def _sessions(record: RunRecord, seconds: float | None) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _start_lag_s(record: RunRecord, outcome: SessionOutcome) -> float | None:
+    """When the session's first window op started after the window's barrier (the loop's
+    began epoch, in the client's clock: runner/clocks.py)."""
+    began = (outcome.window or {}).get("began_epoch")
+    if began is None or record.window_start is None:
+        return None
+    return float(began) - record.window_start
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 3)
 
 
 def _call_gaps(record: RunRecord, seconds: float | None) -> dict[str, Any]:
@@ -331,6 +345,11 @@ def _instance_entry(
         else None,
         "tables": dataset_health.table_changes(before, after, used),
         "horizon": inst.horizon.as_dict(),
+        "clock": clockoffset.as_json(
+            inst.clock,
+            inst.clock_warmup,
+            [lag for o in sessions if (lag := _start_lag_s(record, o)) is not None],
+        ),
         **details,
         "snapshots": {"before": inst.db_before, "after": inst.db_after},
     }
@@ -406,6 +425,9 @@ def build_run_json(
         _instance_entry(record, k, info, m, config)
         for k, (info, m) in enumerate(zip(instances, per_instance, strict=True))
     ]
+    for inst in record.instances:
+        if inst.clock is not None:
+            warnings += clockoffset.warnings(inst.target, inst.clock, inst.clock_warmup)
     for entry in entries:
         of = f" ({entry['target']})" if len(entries) > 1 else ""
         health = dataset_health.warnings(entry["engine"]["name"], entry, seconds or 0.0)

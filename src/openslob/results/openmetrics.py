@@ -22,6 +22,12 @@ Contract (README "Live metrics" lists every name):
   goes to the next one (so `le` is rounded down by under 1.6 %). `_sum` adds bucket midpoints.
   Op counters and histograms appear only for the phases whose loop counts op types (the
   window; the warm-up counts its ops only).
+- A run over several instances: each instance's own figures (timeseries.csv `key@n`,
+  runner/timeseries.py INSTANCE_KEYS) as `openslob_instance_` + the figure's name, with an
+  `instance` label ("1", "2", ...: the report's Instances table numbers) and a `target` label
+  (its printable target, no password). Families of their own, so that a sum over the labels
+  of a total's family stays the total. Prometheus renames a scraped `instance` label to
+  `exported_instance` unless the scrape job sets `honor_labels: true`.
 - `openslob_run_info` (openslob version, engine, engine version, run) once the run has begun.
 - HTTP: prometheus_client's own server on a registry of ours (not the global one), bound
   when the exporter starts (before the data set is touched), shut down when it is closed.
@@ -57,8 +63,10 @@ from openslob import __version__
 from openslob.model.errors import ConfigError
 from openslob.model.histogram import Histogram, bucket_bounds
 from openslob.model.metrics import LATENCY_STATS, METRICS, OP_KINDS
+from openslob.model.perinstance import INSTANCE_KEYS, split_instance_column
 
 PREFIX = "openslob_"
+INSTANCE_PREFIX = PREFIX + "instance_"
 DEFAULT_ADDRESS = "127.0.0.1"
 _UNIT_WORDS = {"us": "microseconds", "mb": "mebibytes", "kb": "kibibytes", "pct": "percent"}
 # The families not named after a table key: exported name after PREFIX -> help.
@@ -110,13 +118,24 @@ def gauge_keys(keys: Any) -> list[str]:
     """The columns exported as gauges under their derived names: every figure but the op
     latency columns (exported per op type, with an `op` label)."""
     return [
-        k for k in keys if k not in _HEAD and (k not in METRICS or METRICS[k].source != "latency")
+        k
+        for k in keys
+        if k not in _HEAD
+        and split_instance_column(k) is None
+        and (k not in METRICS or METRICS[k].source != "latency")
     ]
+
+
+def instance_metric_name(key: str) -> str:
+    """The exported name of a per-instance figure (module doc)."""
+    return INSTANCE_PREFIX + metric_name(key).removeprefix(PREFIX)
 
 
 def exported_names(keys: Any) -> list[str]:
     """Every family name a run with these time-series columns can export (README table)."""
-    return [metric_name(k) for k in gauge_keys(keys)] + [PREFIX + n for n in FIXED]
+    names = [metric_name(k) for k in gauge_keys(keys)] + [PREFIX + n for n in FIXED]
+    split = {s[0] for k in keys if (s := split_instance_column(k))}
+    return names + [instance_metric_name(k) for k in INSTANCE_KEYS if k in split]
 
 
 def histogram_buckets(hist: Histogram) -> list[tuple[str, float]]:
@@ -171,6 +190,7 @@ class OpenMetricsExporter(Collector):
         self._labels = {"run": "", "phase": ""}
         self._info: dict[str, str] | None = None
         self._terms: Mapping[str, str] = {}
+        self._targets: list[str] = []  # the instances' printable targets, by number - 1
         self._ops: dict[tuple[str, str], int] = {}  # (phase, op): ops so far
         self._hists: dict[tuple[str, str], Histogram] = {}
         self._textfile_failed = False
@@ -221,6 +241,7 @@ class OpenMetricsExporter(Collector):
         """The run is about to start (runner/execute.py): its name, engine and terms."""
         self._labels["run"] = str(run.get("run") or "")
         self._terms = run.get("terms") or {}
+        self._targets = [str(t) for t in run.get("targets") or []]
         self._info = {
             "version": __version__,
             "engine": str(run.get("engine") or ""),
@@ -277,7 +298,28 @@ class OpenMetricsExporter(Collector):
                 gauge = GaugeMetricFamily(name, doc, labels=names)
                 gauge.add_metric(values, float(value))
                 families.append(gauge)
+        families += self._instance_families(row, names, values)
         return families + self._op_families(row, [*names, "op"], values)
+
+    def _instance_families(
+        self, row: dict[str, Any], names: list[str], values: list[str]
+    ) -> list[Metric]:
+        """Each instance's own figures (`key@n` columns), one family per figure."""
+        by_key: dict[str, Any] = {}
+        for column, value in row.items():
+            split = split_instance_column(column)
+            if split is None or value is None:  # not measured: left out, never 0
+                continue
+            key, number = split
+            if key not in by_key:
+                by_key[key] = GaugeMetricFamily(
+                    instance_metric_name(key),
+                    f"{self._help(key)}, of one instance",
+                    labels=[*names, "instance", "target"],
+                )
+            target = self._targets[number - 1] if number <= len(self._targets) else ""
+            by_key[key].add_metric([*values, str(number), target], float(value))
+        return list(by_key.values())
 
     def _help(self, key: str) -> str:
         metric = METRICS.get(key)

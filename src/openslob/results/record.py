@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openslob.host.snapshot import HostSnapshot
+from openslob.model.clockoffset import ClockReading
 from openslob.model.horizon import HorizonWatch
 
 
@@ -50,6 +51,9 @@ class InstanceRecord:
     # (publish_stats) and the wait sampler's commits
     own_commits: int = 0
     horizon: HorizonWatch = field(default_factory=HorizonWatch)
+    # the server's clock against the client's before the window's barrier (and the warm-up's)
+    clock: ClockReading | None = None
+    clock_warmup: ClockReading | None = None
 
 
 @dataclass

@@ -35,6 +35,7 @@ from openslob.host import snapshot as host_snapshot
 from openslob.model.plan import session_instances, session_schemas, session_seed
 from openslob.model.rate import littles_law_warning
 from openslob.results.record import RunRecord, SessionOutcome
+from openslob.runner import clocks
 from openslob.runner.intervals import IntervalBook, Schedule, merge_results
 from openslob.runner.loopconf import external_script, loop_conf
 from openslob.runner.record import ProgressFn, RunInstance, first_line
@@ -77,6 +78,7 @@ class RunController:
         self.sessions: list[Session] = []
         self._interrupts = 0
         self._stopping: asyncio.Event | None = None
+        self._offsets_s = [0.0] * len(instances)  # each server's clock minus the client's
 
     # ----------------------------------------------------------------------- public
 
@@ -258,6 +260,7 @@ class RunController:
         warmup, loops = float(config["WARMUP"]), int(config["WORK_LOOP"])
         step = float(config["SAMPLE_INTERVAL"])
         record.warmup_seconds = warmup
+        await self._read_clocks("clock_warmup" if warmup else "clock")
         record.start_at = self._barrier()
         record.requested_seconds = None if loops else float(config["RUN_TIME"])
         seeds = {s.id: session_seed(config["SEED"], s.id) for s in self.sessions}
@@ -271,6 +274,7 @@ class RunController:
             self._check_rate()
             await self._db_snapshots("db_before")
             book.close_ready(through=book.started, attach=self._before_snapshots())
+            await self._read_clocks("clock")
             window_start = self._barrier()
         else:
             await self._db_snapshots("db_before")
@@ -279,8 +283,17 @@ class RunController:
         planned_end = None if loops else window_start + float(config["RUN_TIME"])
         record.window_end = planned_end  # the samplers' notion of "inside the window"
         waits = [
-            WaitSampler(i.backend, m, i.record, window_start, planned_end, i.wait_sampling)
-            for i, m in zip(self.instances, self._waits_monitors, strict=True)
+            WaitSampler(
+                i.backend,
+                m,
+                i.record,
+                window_start + offset,
+                None if planned_end is None else planned_end + offset,
+                i.wait_sampling,
+            )
+            for i, m, offset in zip(
+                self.instances, self._waits_monitors, self._offsets_s, strict=True
+            )
         ]
         for sampler in waits:
             sampler.start()
@@ -377,6 +390,16 @@ class RunController:
             )
             return None
 
+    async def _read_clocks(self, key: str) -> None:
+        """Each server's clock offset, measured just before a barrier (runner/clocks.py):
+        the snapshot monitors are idle then; a few short statements, no I/O, no commit."""
+        readings = await asyncio.to_thread(
+            lambda: [clocks.measure(m.clock_epoch) for m in self._snapshots]
+        )
+        for k, (instance, reading) in enumerate(zip(self.instances, readings, strict=True)):
+            setattr(instance.record, key, reading)
+            self._offsets_s[k] = reading.offset_s
+
     def _barrier(self) -> float:
         """An instant far enough ahead for every session's CALL to arrive before it."""
         return time.time() + BARRIER_LEAD_S + BARRIER_PER_SESSION_S * len(self.sessions)
@@ -428,7 +451,9 @@ class RunController:
                     )
                     conf.update(carry.get(session.id, {}))
                     conf.update(instance.guard)
-                    result = await backend.call(session, conf)
+                    offset = self._offsets_s[outcome.instance]
+                    conf = clocks.to_server(conf, offset)
+                    result = clocks.to_client(await backend.call(session, conf), offset)
                     carry[session.id] = result.get("next") or {}
                     book.returned(session.id, outcome.instance, index, result)
                     setattr(outcome, name, merge_results(getattr(outcome, name), result))

@@ -282,6 +282,7 @@ def begin_sinks(sinks: Sequence[Sink], run_dir: Path, engines: list[dict[str, An
         "engine": distinct("name"),
         "engine_version": distinct("version"),
         "terms": dict(registry.plugin(engines[0].get("name")).capabilities.terms),
+        "targets": [str(e.get("target") or "") for e in engines],  # the instances, in order
     }
     for sink in sinks:
         begin = getattr(sink, "begin", None)

@@ -17,6 +17,7 @@ from typing import Any
 from openslob.engines.api import Monitor, RunBackend
 from openslob.host import snapshot as host_snapshot
 from openslob.model.histogram import Histogram
+from openslob.model.perinstance import instance_keys
 from openslob.results.record import InstanceRecord, RunRecord
 from openslob.runner.intervals import Interval, Schedule, merge_results
 from openslob.runner.record import RunInstance, first_line
@@ -62,6 +63,7 @@ class Sampler(threading.Thread):
         self._closed_commits: dict[int, int] = {}
         self.views = [InstanceView(i.window, i.settings, i.host_key) for i in instances]
         self.keys = figure_keys([k for i in instances for k in i.engine_metrics])
+        self.keys += instance_keys(len(instances))
         self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self.errors: list[str] = []
         self.connection_lost = False

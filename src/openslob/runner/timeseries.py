@@ -7,7 +7,9 @@ A row joins, over one interval (runner/intervals.py):
   interval snapshots exactly as the window's are from the before/after snapshots, with the
   interval's own transactions taken out of the commits;
 - each distinct host's device and CPU figures.
-Over several instances a row is the run's total (model/combine.py). Rates are per second of
+Over several instances a row is the run's total (model/combine.py), followed by each
+instance's own figures that tell one from another (INSTANCE_KEYS) as columns `key@n`, n the
+instance's number in the report's Instances table (run.json instances[n-1]). Rates are per second of
 the interval (its planned length; the last one of the window lasts to its last op's end), so
 the intervals' counts add up to the window's.
 """
@@ -24,6 +26,7 @@ from openslob.model import combine
 from openslob.model.clock import iso
 from openslob.model.histogram import Histogram
 from openslob.model.metrics import INTENDED, LATENCY_STATS, METRICS, OP_KINDS
+from openslob.model.perinstance import INSTANCE_KEYS, instance_column
 from openslob.model.rates import per_s
 from openslob.runner.intervals import Interval
 
@@ -94,6 +97,27 @@ def loop_figures(interval: Interval, seconds: float) -> dict[str, Any]:
     }
 
 
+def instance_figures(
+    interval: Interval, parts: Sequence[Mapping[str, Any]], seconds: float
+) -> dict[str, Any]:
+    """Each instance's INSTANCE_KEYS over the interval: its loops' ops and op p99 (null where
+    its loops timed nothing: the warm-up), its database figures (null where a snapshot is
+    missing)."""
+    out: dict[str, Any] = {}
+    for k, part in enumerate(parts):
+        result = interval.results.get(k) or {}
+        hist = Histogram()
+        for kind in OP_KINDS:
+            hist.merge(Histogram.from_json(result.get(f"hist_{kind}")))
+        figures = {
+            **part,
+            "slobops_per_s": per_s(float(result.get("ops") or 0), seconds),
+            "op_p99_us": hist.percentile_us(99) if hist.count else None,
+        }
+        out.update({instance_column(key, k + 1): figures.get(key) for key in INSTANCE_KEYS})
+    return out
+
+
 def database_figures(
     views: Sequence[InstanceView],
     prev: Sequence[Mapping[str, Any] | None],
@@ -153,4 +177,6 @@ def build_row(
         row["lio_per_op"] = row["lio_per_s"] / row["slobops_per_s"]
     latency, hists = latency_figures(interval)
     row.update(latency)
+    if len(views) > 1:
+        row.update(instance_figures(interval, parts, seconds))
     return combine.round_figures({k: row.get(k) for k in (*HEAD, *keys)}), hists

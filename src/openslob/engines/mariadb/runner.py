@@ -65,6 +65,12 @@ class Monitor:
         """The server host's files are not readable through MariaDB: always None."""
         return None
 
+    def clock_epoch(self) -> float:
+        """SYSDATE(6), the loop's clock (NOW() is the statement's start)."""
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT UNIX_TIMESTAMP(SYSDATE(6))")
+            return float(cur.fetchone()[0])
+
     def cancel(self) -> None:
         with (
             contextlib.suppress(pymysql.err.MySQLError, OSError, SetupError),

@@ -111,6 +111,11 @@ class Monitor:
         ).fetchone()
         return None if row is None else row[0]
 
+    def clock_epoch(self) -> float:
+        """clock_timestamp(), the loop's clock (now() is the transaction's start)."""
+        row = self.conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()
+        return float(row[0])
+
     def sample_waits(
         self, application_name: str, start_epoch: float, end_epoch: float | None, hz: float
     ) -> WaitSamples:
