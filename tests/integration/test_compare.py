@@ -197,6 +197,14 @@ def test_identical_configurations_are_within_noise(results: Path, tmp_path: Path
     word = "REFUSED" if refused else "pass"
     assert f"{word} slobops_per_s<-30%" in gate.output
     assert "Method: Mann–Whitney / Hodges–Lehmann" in gate.output
+    # 100 columns by default; repeats' median (min–max) cells move under their figure
+    lines = [line for line in gate.output.splitlines() if str(tmp_path) not in line]  # paths
+    assert max(map(len, lines)) <= 100, gate.output
+    wide = slob("compare", str(odd), str(even), "--no-plots", "--wide", cwd=tmp_path)
+    assert re.search(r"FIGURE +BASE +CANDIDATE +CHANGE +INTERVAL", wide.output), wide.output
+    if max(map(len, wide.output.splitlines())) > 100:
+        assert re.search(r"FIGURE +CHANGE +INTERVAL", gate.output), gate.output
+        assert "      base → candidate" in gate.output
 
 
 # results/build.py's sentence for reads from other processes (the issue's 67-115 %)

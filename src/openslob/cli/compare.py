@@ -69,6 +69,12 @@ from openslob.model.metrics import core_keys
 )
 @click.option("--no-plots", is_flag=True, help="Draw no plots.")
 @click.option(
+    "--wide",
+    is_flag=True,
+    help="Each point's table on one line per figure, however wide (default: 100 columns; "
+    "repeats put base → candidate on a second line).",
+)
+@click.option(
     "--html",
     "html_file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -89,6 +95,7 @@ def compare(
     plots_dir: Path | None,
     no_plots: bool,
     html_file: Path | None,
+    wide: bool,
     oracle_names: Any,
 ) -> None:
     """Compare two sides point by point: is CAND better than BASE, beyond noise?
@@ -133,7 +140,7 @@ def compare(
     elif as_csv:
         click.echo(render.render_csv(comparison), nl=False)
     else:
-        click.echo(render.render_text(comparison, results), nl=False)
+        click.echo(render.render_text(comparison, results, wide), nl=False)
     if plots_dir is None and not (as_json or as_csv):
         plots_dir = Path("slob-compare")
     _write_files(comparison, results, None if no_plots else plots_dir, html_file)

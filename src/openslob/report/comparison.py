@@ -17,6 +17,7 @@ from typing import Any
 from openslob.analysis.compare import NOT_RECORDED, Change, Comparison, Side, side_warnings
 from openslob.analysis.rules import RuleResult
 from openslob.analysis.stats import Spread, range_text
+from openslob.report.blocks import WIDTH
 
 NA = "n/a"
 CSV_FIELDS = (
@@ -64,9 +65,16 @@ def _count(n: int, what: str) -> str:
     return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
-def _side_line(name: str, side: Side) -> str:
+def _wrapped(text: str, indent: str = "      ") -> list[str]:
+    """A line cut at WIDTH between words (a path longer than WIDTH stays whole)."""
+    return textwrap.wrap(
+        text, WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    )
+
+
+def _side_line(name: str, side: Side) -> list[str]:
     counts = f"{_count(len(side.points), 'point')}, {_count(len(side.refs), 'run')}"
-    return f"  {name:<9} {side.label}  {side.path}  ({counts})"
+    return _wrapped(f"  {name:<9} {side.label}  {side.path}  ({counts})", " " * 12)
 
 
 def _values(values: Sequence[str]) -> str:
@@ -138,10 +146,12 @@ def method_lines(comparison: Comparison) -> list[str]:
         "printed beside it (3 + 3 runs: at most 90 %). One run on a side: no verdict, the "
         "change cannot be separated from noise."
     )
-    return textwrap.wrap(text, 100)
+    return textwrap.wrap(text, WIDTH)
 
 
-def _point_table(changes: Sequence[Change]) -> list[str]:
+def _point_table(changes: Sequence[Change], wide: bool = False) -> list[str]:
+    """One row per figure; a table wider than WIDTH (repeats: median (min–max) cells) puts
+    base → candidate on a second line under each figure, unless `wide`."""
     header = ("FIGURE", "BASE", "CANDIDATE", "CHANGE", "INTERVAL (CONFIDENCE)", "VERDICT")
     rows = [
         (
@@ -170,12 +180,37 @@ def _point_table(changes: Sequence[Change]) -> list[str]:
     notes = [
         w
         for reason in reasons
-        for w in textwrap.wrap(reason, 100, initial_indent="  ", subsequent_indent="    ")
+        for w in textwrap.wrap(reason, WIDTH, initial_indent="  ", subsequent_indent="    ")
     ]
-    return [line(header), *(line(r) for r in rows), *notes]
+    if wide or len(line(header)) <= WIDTH:
+        return [line(header), *(line(r) for r in rows), *notes]
+    return [*_two_line_rows(header, rows), *notes]
+
+
+def _two_line_rows(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """FIGURE, CHANGE, INTERVAL and VERDICT on a row; base → candidate indented under it."""
+    keep = (0, 3, 4, 5)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in keep]
+    right = (False, True, True, False)
+
+    def cells(row: Sequence[str]) -> str:
+        picked = (row[i] for i in keep)
+        text = "  ".join(
+            c.rjust(w) if r else c.ljust(w) for c, w, r in zip(picked, widths, right, strict=True)
+        )
+        return "  " + text.rstrip()
+
+    lines = [cells(header), f"      {header[1].lower()} → {header[2].lower()}"]
+    for row in rows:
+        lines += [cells(row), f"      {row[1]} → {row[2]}"]
+    return lines
 
 
 def render_rules(results: Sequence[RuleResult]) -> list[str]:
+    return [part for line in _rule_lines(results) for part in _wrapped(line, " " * 9)]
+
+
+def _rule_lines(results: Sequence[RuleResult]) -> list[str]:
     lines = []
     for result in results:
         held = [v for v in result.points if v.holds]
@@ -207,11 +242,14 @@ def render_rules(results: Sequence[RuleResult]) -> list[str]:
     return lines
 
 
-def render_text(comparison: Comparison, rules: Sequence[RuleResult] = ()) -> str:
+def render_text(
+    comparison: Comparison, rules: Sequence[RuleResult] = (), wide: bool = False
+) -> str:
+    """The comparison in WIDTH columns (`wide`: each point's table on one line per figure)."""
     lines = [
         "slob compare",
-        _side_line("base", comparison.base),
-        _side_line("candidate", comparison.cand),
+        *_side_line("base", comparison.base),
+        *_side_line("candidate", comparison.cand),
         "",
         *warning_lines(comparison),
         "",
@@ -225,7 +263,7 @@ def render_text(comparison: Comparison, rules: Sequence[RuleResult] = ()) -> str
             "",
             f"{point.shown}   (base {_count(len(point.base_runs), 'run')}, candidate "
             f"{_count(len(point.cand_runs), 'run')})",
-            *_point_table(point.changes),
+            *_point_table(point.changes, wide),
         ]
     if rules:
         lines += ["", "--fail-if:", *render_rules(rules)]
