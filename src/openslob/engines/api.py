@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from openslob.config.option import Option
 from openslob.config.resolve import Config
+from openslob.model.errors import ConfigError
 from openslob.model.metrics import Metric
 
 # Called with (rows loaded so far, rows to load in total) while setup runs.
@@ -417,6 +418,12 @@ class EnginePlugin(ABC):
 
     @abstractmethod
     def private_server(self, data_dir: Path | None, config: Any) -> PrivateServer: ...
+
+    def private_cluster(self, data_dir: Path | None, config: Any, nodes: int) -> Any:
+        """Its private cluster of `nodes` servers (`slob server … --cluster N`): an object
+        with start(profile, max_connections=), stop(), destroy(), status().as_dict() and
+        instance_dir. ConfigError for an engine that has none."""
+        raise ConfigError(f"--cluster: {self.title} has no private cluster (MariaDB has)")
 
     @abstractmethod
     def resolve(self, target: str, data_dir: Path | None, config: Any, *, start: bool) -> Target:

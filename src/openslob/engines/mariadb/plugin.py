@@ -25,6 +25,7 @@ from openslob.engines.common.work import with_predictions
 from openslob.engines.mariadb import horizon, stats
 from openslob.engines.mariadb.doctor import diagnose_target
 from openslob.engines.mariadb.engine import MariaDBEngine
+from openslob.engines.mariadb.galera import GaleraCluster, parse_cluster
 from openslob.engines.mariadb.layout import layout_for, predicted_work
 from openslob.engines.mariadb.runner import MariaDBRunBackend
 from openslob.engines.mariadb.server import EmbeddedMariaDB, Secret
@@ -151,6 +152,9 @@ class MariaDBPlugin(EnginePlugin):
 
     def private_server(self, data_dir: Path | None, config: Any) -> EmbeddedMariaDB:
         return EmbeddedMariaDB(data_dir, _configured_page_size(config))
+
+    def private_cluster(self, data_dir: Path | None, config: Any, nodes: int) -> GaleraCluster:
+        return GaleraCluster(data_dir, _configured_page_size(config), parse_cluster(nodes))
 
     def resolve(self, target: str, data_dir: Path | None, config: Any, *, start: bool) -> Target:
         if target == self.private_target:

@@ -1,0 +1,91 @@
+"""A real 3-node MariaDB Galera cluster on loopback (Debian's galera-4): started, reached,
+loaded once through one node, run across its nodes, stopped and started again.
+
+One cluster for the module (~20 s to start on this VM), a tiny data set, 2 s windows.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymysql
+import pytest
+
+from openslob.engines.mariadb.galera import GaleraCluster
+from tests.conftest import invoke, make_base_dir
+
+DATA = ["--schemas", "3", "--scale", "1024", "--scan-table-sz", "16"]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[GaleraCluster]:
+    base = make_base_dir("openslob-galera-")
+    nodes = GaleraCluster(base / "data", "16k", 3)
+    try:
+        nodes.start("pio")
+        yield nodes
+    finally:
+        nodes.destroy()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+
+
+def _option(args: list[str], name: str) -> str:
+    return next(a.split("=", 1)[1] for a in args if a.startswith(f"--{name}="))
+
+
+def test_three_nodes_on_distinct_loopback_ports_form_one_synced_cluster(
+    cluster: GaleraCluster, tmp_path: Path
+) -> None:
+    state = cluster.status()
+    assert state.state == "running" and state.cluster_size == 3
+    assert [n["wsrep_local_state_comment"] for n in state.nodes] == ["Synced"] * 3
+    listen, used = [], set()
+    for node in cluster.nodes:
+        args = _cmdline(node._running_pid() or 0)
+        assert _option(args, "wsrep-provider") == "/usr/lib/galera/libgalera_smm.so"
+        assert _option(args, "wsrep-sst-method") == "rsync"
+        provider = _option(args, "wsrep-provider-options")
+        ports = [int(part.rsplit(":", 1)[1]) for part in provider.split(";")[:2]]
+        ports.append(int(_option(args, "wsrep-sst-receive-address").rsplit(":", 1)[1]))
+        assert not used & set(ports)
+        used |= set(ports)
+        listen.append(f"127.0.0.1:{ports[0]}")
+        assert ("--wsrep-new-cluster" in args) == (node.index == 1)
+    assert _option(_cmdline(cluster.nodes[2]._running_pid() or 0), "wsrep-cluster-address") == (
+        "gcomm://" + ",".join(listen)
+    )
+    # A row written on node 1 is read on node 3, and the CLI lists every node as a target.
+    with cluster.nodes[0].admin_connection() as conn, conn.cursor() as cur:
+        cur.execute("CREATE DATABASE IF NOT EXISTS galera_probe")
+        cur.execute("CREATE TABLE galera_probe.t (id INT PRIMARY KEY) ENGINE=InnoDB")
+        cur.execute("INSERT INTO galera_probe.t VALUES (42)")
+    with cluster.nodes[2].admin_connection() as conn, conn.cursor() as cur:
+        cur.execute("SELECT id FROM galera_probe.t")
+        assert cur.fetchall() == ((42,),)
+        cur.execute("DROP DATABASE galera_probe")
+    common = ["--engine", "mariadb", "--cluster", "3", "--data-dir", str(cluster.base_dir)]
+    status = invoke("server", "status", "--json", *common, cwd=tmp_path)
+    assert status.exit_code == 0, status.output
+    listed = json.loads(status.output)
+    assert listed["targets"] == [n.conninfo() for n in cluster.nodes]
+    wrong = invoke("server", "status", "--engine", "mariadb", "--cluster", "1", cwd=tmp_path)
+    assert wrong.exit_code == 2 and "--cluster" in wrong.output
+
+
+def test_stop_then_start_brings_the_whole_cluster_back(cluster: GaleraCluster) -> None:
+    """Last: the cluster stops node 3 first and node 1 last, and node 1 starts it again."""
+    pids = [n._running_pid() for n in cluster.nodes]
+    assert cluster.stop()
+    assert cluster.status().state == "stopped"
+    assert all(not Path(f"/proc/{pid}").exists() for pid in pids)
+    with pytest.raises(pymysql.err.OperationalError):
+        pymysql.connect(**cluster.nodes[0].admin_kwargs(), connect_timeout=2)
+    assert cluster.start().state == "running"
+    assert cluster.status().cluster_size == 3
