@@ -79,6 +79,42 @@ def test_three_nodes_on_distinct_loopback_ports_form_one_synced_cluster(
     assert wrong.exit_code == 2 and "--cluster" in wrong.output
 
 
+def _targets(cluster: GaleraCluster, nodes: int = 3) -> list[str]:
+    return [a for n in cluster.nodes[:nodes] for a in ("--target", n.conninfo())]
+
+
+def _last_run(where: Path) -> dict:
+    runs = sorted((where / "slob-results").glob("*/run.json"))
+    return json.loads(runs[-1].read_text())
+
+
+def test_a_run_over_the_nodes_loads_the_data_set_once_and_commits_on_every_node(
+    cluster: GaleraCluster, tmp_path: Path
+) -> None:
+    """No data set yet: the run loads it through node 1 only (the others see it replicated),
+    then its sessions update and COMMIT on all three nodes."""
+    targets = _targets(cluster)
+    args = [*targets, *DATA, "--run-time", "2", "--warmup", "0", "--update-pct", "50"]
+    run = invoke("run", *args, cwd=tmp_path)
+    assert run.exit_code == 0, run.output
+    loads = [ln for ln in run.output.splitlines() if "no SLOB data set yet" in ln]
+    assert len(loads) == 1 and cluster.nodes[0].conninfo() in loads[0]
+    doc = _last_run(tmp_path)
+    assert doc["status"] == "complete"
+    assert [i["target"] for i in doc["instances"]] == [n.conninfo() for n in cluster.nodes]
+    sessions = doc["sessions"]
+    assert sorted(s["instance"] for s in sessions) == [0, 1, 2]
+    assert all(s["ops_update"] > 0 and s["error"] is None for s in sessions)
+    for node in cluster.nodes:  # every node holds every schema, as loaded on node 1
+        with node.admin_connection() as conn, conn.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM user3.cf1")
+            assert cur.fetchone() == (1024,)
+    # setup over the three nodes loads (here: checks) through one of them only
+    setup = invoke("setup", *targets, *DATA, cwd=tmp_path)
+    assert setup.exit_code == 0, setup.output
+    assert f"setup on {cluster.nodes[0].conninfo()}" in " ".join(setup.output.split())
+
+
 def test_stop_then_start_brings_the_whole_cluster_back(cluster: GaleraCluster) -> None:
     """Last: the cluster stops node 3 first and node 1 last, and node 1 starts it again."""
     pids = [n._running_pid() for n in cluster.nodes]

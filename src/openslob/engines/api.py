@@ -159,6 +159,12 @@ class Engine(ABC):
     def identity(self) -> tuple[str, str]:
         """(server, database): equal for two targets that reach the same data."""
 
+    def data_group(self) -> str | None:
+        """Equal for servers that share one data set though each is a server of its own
+        (the nodes of a multi-primary cluster): the data set is loaded through one of
+        them. None for a server whose data is its own."""
+        return None
+
     @abstractmethod
     def lock_dataset(self, purpose: str) -> DatasetLock:
         """Hold the data set for this process ("run", "setup", ...); BusyError names the

@@ -131,6 +131,9 @@ class GaleraNode(EmbeddedMariaDB):
             "--binlog-format=ROW",
             "--innodb-autoinc-lock-mode=2",
             "--wsrep-slave-threads=2",
+            # The loader's parallel streams: a DDL ordered cluster-wide (TOI: index build,
+            # ANALYZE) may abort another stream's autocommit statement; retried, not failed.
+            "--wsrep-retry-autocommit=10",
         ]
         if self.bootstrap:
             args.append("--wsrep-new-cluster")
