@@ -105,6 +105,15 @@ def test_a_run_over_the_nodes_loads_the_data_set_once_and_commits_on_every_node(
     sessions = doc["sessions"]
     assert sorted(s["instance"] for s in sessions) == [0, 1, 2]
     assert all(s["ops_update"] > 0 and s["error"] is None for s in sessions)
+    # What a RAC user reads in gc waits: conflicts, flow control, replication latency.
+    for part in (doc, *doc["instances"]):
+        metrics = part["metrics"]
+        assert metrics["cluster_size"] == 3
+        assert metrics["cluster_replicated_mb_per_s"] > 0  # its updates' write sets
+        assert metrics["cluster_repl_latency_us"] > 0
+        for key in ("cluster_cert_failures_per_s", "cluster_flow_control_paused_pct"):
+            assert metrics[key] is not None and metrics[key] >= 0
+    assert "Cluster replication (3 nodes)" in run.output
     for node in cluster.nodes:  # every node holds every schema, as loaded on node 1
         with node.admin_connection() as conn, conn.cursor() as cur:
             cur.execute("SELECT COUNT(*) FROM user3.cf1")

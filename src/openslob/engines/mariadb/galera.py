@@ -114,6 +114,12 @@ class GaleraNode(EmbeddedMariaDB):
                 # slow; the defaults (5 s / 15 s) would stall the others that long.
                 "evs.suspect_timeout=PT5S",
                 "evs.inactive_timeout=PT10S",
+                # Group communication statistics on: wsrep_evs_repl_latency is measured
+                # (min/avg/max/stddev/samples), else it reads 0/0/0/0/0 ...
+                "evs.info_log_mask=0x4",
+                # ... and never reset while the node lives: a window's mean is the
+                # difference of two snapshots of (sum, samples).
+                "evs.stats_report_period=PT24H",
             ]
         )
         args = [
