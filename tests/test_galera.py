@@ -6,6 +6,7 @@ One cluster for the module (~20 s to start on this VM), a tiny data set, 2 s win
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from collections.abc import Iterator
@@ -122,6 +123,30 @@ def test_a_run_over_the_nodes_loads_the_data_set_once_and_commits_on_every_node(
     setup = invoke("setup", *targets, *DATA, cwd=tmp_path)
     assert setup.exit_code == 0, setup.output
     assert f"setup on {cluster.nodes[0].conninfo()}" in " ".join(setup.output.split())
+
+
+def test_a_sweep_over_1_2_3_nodes_gives_its_scaling_efficiency(
+    cluster: GaleraCluster, tmp_path: Path
+) -> None:
+    """The first 1, 2, 3 nodes, one session each, reads only (the data set is there from
+    the run above, or loaded now through node 1): efficiency per N, and no write sets."""
+    args = [*_targets(cluster), *DATA, "--instances", "1,2,3", "--sessions-per-instance", "1"]
+    args += ["--update-pct", "0", "--run-time", "2", "--warmup", "0"]
+    sweep = invoke("sweep", *args, cwd=tmp_path)
+    assert sweep.exit_code == 0, sweep.output
+    where = tmp_path / "slob-results" / "sweep-default"
+    with (where / "scaling.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [int(r["instances"]) for r in rows] == [1, 2, 3]
+    assert float(rows[0]["efficiency"]) == 1.0
+    for row in rows:  # efficiency = X(N) / (N x X(1)), from the measured throughputs
+        expected = float(row["throughput"]) / (int(row["instances"]) * float(rows[0]["throughput"]))
+        assert abs(float(row["efficiency"]) - expected) < 1e-3
+    for n in (1, 2, 3):
+        doc = json.loads(next((where / f"instances-{n}").glob("**/run.json")).read_text())
+        assert len(doc["instances"] or [None]) == n
+        assert doc["metrics"]["cluster_size"] == 3  # one node of three is still a cluster
+        assert doc["metrics"]["cluster_replicated_mb_per_s"] == 0  # reads stay local
 
 
 def test_stop_then_start_brings_the_whole_cluster_back(cluster: GaleraCluster) -> None:
