@@ -269,6 +269,8 @@ def _print_cluster(state: dict[str, Any]) -> None:
     """The cluster's state, one row per node, then the nodes' URIs (the run's --target)."""
     size = state.get("cluster_size")
     out.print(f"cluster {state['state']}: {size if size is not None else 0} node(s) in it")
+    if state["state"] == "absent":
+        return
     table = Table(box=None)
     for column in ("node", "state", "wsrep", "size", "pid", "data_dir"):
         table.add_column(column)

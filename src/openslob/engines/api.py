@@ -165,6 +165,11 @@ class Engine(ABC):
         them. None for a server whose data is its own."""
         return None
 
+    def catch_up(self) -> None:
+        """Wait until this server has applied what its data group's other servers committed
+        (a cluster node applies the others' changes a little later); nothing elsewhere."""
+        return None
+
     @abstractmethod
     def lock_dataset(self, purpose: str) -> DatasetLock:
         """Hold the data set for this process ("run", "setup", ...); BusyError names the

@@ -245,8 +245,12 @@ def prepare(
             description = engine.describe()
             names = sorted(schemas[k], key=schema_order)
             progress = setup_progress if count == 1 else None
-            ensure_data(engine, resolved, config, names, say, progress, lock)
-            engine.install_procedures(names)
+            if k in leaders:
+                ensure_data(engine, resolved, config, names, say, progress, lock)
+                engine.install_procedures(names)  # a cluster's: on every node at once
+            else:  # a node of a cluster its first node loaded and installed for
+                engine.catch_up()
+                ensure_data(engine, resolved, config, names, say, progress, lock)
         except BaseException:
             lock.release()
             raise
@@ -272,8 +276,9 @@ def prepare(
 
 
 def _share_data(engines: list[Engine], schemas: list[set[str]]) -> list[int]:
-    """The instances that load data: one per data group (engine.data_group), which then
-    ensures the schemas of every instance of its group (the others only check them)."""
+    """The instances that load data and install the loop: one per data group
+    (engine.data_group), for the schemas of every instance of its group (the others only
+    check them, once they have applied what it did)."""
     if len(engines) == 1:
         return [0]
     leaders: dict[str | None, int] = {}

@@ -91,6 +91,13 @@ class MariaDBEngine(SlobEngine):
             (wsrep_on,) = cur.fetchone()
         return f"galera:{row[1]}" if row and row[1] and int(wsrep_on) else None
 
+    def catch_up(self) -> None:
+        """A causal read (wsrep_sync_wait): returns once this node has applied every write
+        set the cluster ordered before it, the loop's procedures and tables included."""
+        with connect(self.connect_kwargs) as conn, conn.cursor() as cur:
+            cur.execute("SET SESSION wsrep_sync_wait = 1")
+            cur.execute("SELECT 1")
+
     def end_loops(self, ids: list[int]) -> str:
         guard.end_loops(self.connect_kwargs, ids)
         return "KILL"
