@@ -143,7 +143,10 @@ def test_a_sweep_over_1_2_3_nodes_gives_its_scaling_efficiency(
         expected = float(row["throughput"]) / (int(row["instances"]) * float(rows[0]["throughput"]))
         assert abs(float(row["efficiency"]) - expected) < 1e-3
     for n in (1, 2, 3):
-        doc = json.loads(next((where / f"instances-{n}").glob("**/run.json")).read_text())
+        point = next((where / f"instances-{n}").glob("**/run.json")).parent
+        doc = json.loads((point / "run.json").read_text())
+        report = (point / "report.txt").read_text()
+        assert "repl latency n/a: no write set was replicated in the window" in report
         assert len(doc["instances"] or [None]) == n
         assert doc["metrics"]["cluster_size"] == 3  # one node of three is still a cluster
         assert doc["metrics"]["cluster_replicated_mb_per_s"] == 0  # reads stay local

@@ -35,6 +35,10 @@ def cluster_section(run: dict[str, Any]) -> list[str]:
         " the window replication stood still for a node whose apply queue was full. Where RAC",
         " shows gc waits, the replication cost is in the update + commit latency above.)",
     ]
+    if total.get("cluster_conflict_pct") is None:
+        lines.append("aborted % n/a: no local transaction was tried in the window (no update)")
+    if total.get("cluster_repl_latency_us") is None:
+        lines.append("repl latency n/a: no write set was replicated in the window")
     return lines
 
 
