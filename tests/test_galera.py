@@ -125,6 +125,24 @@ def test_a_run_over_the_nodes_loads_the_data_set_once_and_commits_on_every_node(
     assert f"setup on {cluster.nodes[0].conninfo()}" in " ".join(setup.output.split())
 
 
+def test_conflicting_updates_are_counted_and_the_sessions_go_on(
+    cluster: GaleraCluster, tmp_path: Path
+) -> None:
+    """Every op updates a quarter of user1 from all three nodes: certification conflicts
+    abort some COMMITs; the loop rolls back and goes on, the window's cluster figures count
+    them."""
+    args = [*_targets(cluster), *DATA, "--hot-schema-frequency", "1", "--work-unit", "256"]
+    args += ["--update-pct", "100", "--run-time", "2", "--warmup", "0"]
+    run = invoke("run", *args, cwd=tmp_path)
+    assert run.exit_code == 0, run.output
+    doc = _last_run(tmp_path)
+    assert doc["status"] == "complete"
+    assert all(s["error"] is None and s["ops_update"] > 0 for s in doc["sessions"])
+    metrics = doc["metrics"]
+    aborted = metrics["cluster_cert_failures_per_s"] + metrics["cluster_bf_aborts_per_s"]
+    assert aborted > 0 and metrics["cluster_conflict_pct"] > 0
+
+
 def test_a_sweep_over_1_2_3_nodes_gives_its_scaling_efficiency(
     cluster: GaleraCluster, tmp_path: Path
 ) -> None:
