@@ -27,7 +27,7 @@ from openslob.cli.params import add_options, config_from_click
 from openslob.engines import registry
 from openslob.engines.api import Engine, SetupResult, Target, VerifyResult
 from openslob.runner import dataset
-from openslob.runner.prepare import hold_dataset, parallel, setup_dataset
+from openslob.runner.prepare import hold_dataset, one_per_data_group, parallel, setup_dataset
 from openslob.runner.targets import resolve_targets
 
 
@@ -60,7 +60,7 @@ def setup(targets: tuple[str, ...], data_dir: Path | None, **params: Any) -> Non
     """
     config = config_from_click(params, "setup")  # validates before anything is touched
     print_config_messages(config)
-    engines = _engines_for(targets, config, data_dir)
+    engines = one_per_data_group(_engines_for(targets, config, data_dir))
     rows = config["SCHEMAS"] * (config["SCALE"] + config["SCAN_TABLE_SZ"])
     total_mb = engines[0][0].data_bytes(rows) / 2**20
     where = engines[0][1].label if len(engines) == 1 else f"{len(engines)} instances at once"

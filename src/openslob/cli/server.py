@@ -39,6 +39,13 @@ engine_option = click.option(
     + "; ".join(f"{p.name}: --target {p.private_target}" for p in registry.PLUGINS)
     + ").",
 )
+cluster_option = click.option(
+    "--cluster",
+    type=click.IntRange(2, 9),
+    default=None,
+    help="A private cluster of N nodes instead of the single server (MariaDB: Galera on "
+    "loopback; each node's URI is a --target).",
+)
 force_option = click.option(
     "--force", is_flag=True, help="Even while an openslob run, sweep or setup is using it."
 )
@@ -47,6 +54,15 @@ force_option = click.option(
 def _target(engine: str, data_dir: Path | None, params: dict[str, Any]) -> Target:
     """The engine's private server as a target (not started)."""
     return private_target(engine, data_dir, server_config(params))
+
+
+def _cluster(engine: str, data_dir: Path | None, params: dict[str, Any], nodes: int) -> Any:
+    return registry.plugin(engine).private_cluster(data_dir, server_config(params), nodes)
+
+
+def _refuse_cluster_in_use(engine: str, cluster: Any, action: str) -> None:
+    for node in cluster.nodes:
+        refuse_while_in_use(Target(engine, node.conninfo(), node.connect_kwargs(), node), action)
 
 
 def _server(engine: str, data_dir: Path | None, params: dict[str, Any]) -> PrivateServer:
@@ -82,6 +98,7 @@ def _server(engine: str, data_dir: Path | None, params: dict[str, Any]) -> Priva
     help="max_connections (default 100; raise for large session counts).",
 )
 @force_option
+@cluster_option
 @engine_option
 @add_server_options
 @data_dir_option
@@ -92,6 +109,7 @@ def server_start(
     port: int | None,
     max_connections: int | None,
     force: bool,
+    cluster: int | None,
     engine: str,
     data_dir: Path | None,
     **params: Any,
@@ -104,7 +122,17 @@ def server_start(
     \b
     Example:
       slob server start --profile lio --max-connections 600
+      slob server start --engine mariadb --cluster 3
     """
+    if cluster:
+        if tcp or port:
+            raise click.UsageError("--cluster: the nodes listen on their sockets (no --tcp/--port)")
+        _print_cluster(
+            _cluster(engine, data_dir, params, cluster)
+            .start(profile, max_connections=max_connections)
+            .as_dict()
+        )
+        return
     target = _target(engine, data_dir, params)
     server_ = target.server
     assert server_ is not None
@@ -117,17 +145,26 @@ def server_start(
 
 @server.command("stop", context_settings=CONTEXT)
 @force_option
+@cluster_option
 @engine_option
 @add_server_options
 @data_dir_option
 @friendly_errors
-def server_stop(force: bool, engine: str, data_dir: Path | None, **params: Any) -> None:
+def server_stop(
+    force: bool, cluster: int | None, engine: str, data_dir: Path | None, **params: Any
+) -> None:
     """Stop the private server (fast shutdown). Refused while a run uses it (--force).
 
     \b
     Example:
       slob server stop
     """
+    if cluster:
+        nodes = _cluster(engine, data_dir, params, cluster)
+        if not force:
+            _refuse_cluster_in_use(engine, nodes, "stopping it")
+        out.print("stopped" if nodes.stop() else "not running")
+        return
     target = _target(engine, data_dir, params)
     if not force:
         refuse_while_in_use(target, "stopping it")
@@ -136,11 +173,14 @@ def server_stop(force: bool, engine: str, data_dir: Path | None, **params: Any) 
 
 @server.command("status", context_settings=CONTEXT)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@cluster_option
 @engine_option
 @add_server_options
 @data_dir_option
 @friendly_errors
-def server_status(as_json: bool, engine: str, data_dir: Path | None, **params: Any) -> None:
+def server_status(
+    as_json: bool, cluster: int | None, engine: str, data_dir: Path | None, **params: Any
+) -> None:
     """Show state, version, profile, data directory and connection URI.
 
     Exit code 0 when running, 3 when stopped or absent (like pg_ctl status).
@@ -149,9 +189,14 @@ def server_status(as_json: bool, engine: str, data_dir: Path | None, **params: A
     Example:
       slob server status --json | jq -r .uri
     """
-    state = _server(engine, data_dir, params).status().as_dict()
+    if cluster:
+        state = _cluster(engine, data_dir, params, cluster).status().as_dict()
+    else:
+        state = _server(engine, data_dir, params).status().as_dict()
     if as_json:
         click.echo(json.dumps(state, indent=2))
+    elif cluster:
+        _print_cluster(state)
     else:
         _print_state(state)
     sys.exit(0 if state["state"] == "running" else 3)
@@ -160,12 +205,18 @@ def server_status(as_json: bool, engine: str, data_dir: Path | None, **params: A
 @server.command("destroy", context_settings=CONTEXT)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @force_option
+@cluster_option
 @engine_option
 @add_server_options
 @data_dir_option
 @friendly_errors
 def server_destroy(
-    yes: bool, force: bool, engine: str, data_dir: Path | None, **params: Any
+    yes: bool,
+    force: bool,
+    cluster: int | None,
+    engine: str,
+    data_dir: Path | None,
+    **params: Any,
 ) -> None:
     """Stop the private server and delete its data directory contents.
 
@@ -173,6 +224,15 @@ def server_destroy(
     Example:
       slob server destroy --yes
     """
+    if cluster:
+        nodes = _cluster(engine, data_dir, params, cluster)
+        if not force:
+            _refuse_cluster_in_use(engine, nodes, "destroying it")
+        if not yes:
+            click.confirm(f"Delete the cluster and all data in {nodes.instance_dir}?", abort=True)
+        nodes.destroy()
+        out.print(f"destroyed {nodes.instance_dir}")
+        return
     target = _target(engine, data_dir, params)
     server_ = target.server
     assert server_ is not None
@@ -203,3 +263,26 @@ def _print_state(state: dict[str, Any]) -> None:
     for key, value in sorted((state.get("settings") or {}).items()):
         table.add_row(f"  {key}", value)
     out.print(table)
+
+
+def _print_cluster(state: dict[str, Any]) -> None:
+    """The cluster's state, one row per node, then the nodes' URIs (the run's --target)."""
+    size = state.get("cluster_size")
+    out.print(f"cluster {state['state']}: {size if size is not None else 0} node(s) in it")
+    if state["state"] == "absent":
+        return
+    table = Table(box=None)
+    for column in ("node", "state", "wsrep", "size", "pid", "data_dir"):
+        table.add_column(column)
+    for node in state.get("nodes", []):
+        table.add_row(
+            str(node["node"]),
+            node["state"],
+            str(node.get("wsrep_local_state_comment") or "-"),
+            str(node.get("wsrep_cluster_size") or "-"),
+            str(node.get("pid") or "-"),
+            node["data_dir"],
+        )
+    out.print(table)
+    for uri in state.get("targets", []):
+        out.print(f"--target {uri}", soft_wrap=True)

@@ -30,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 from openslob.config.option import Option
 from openslob.config.resolve import Config
 from openslob.model.compressibility import Compressibility
+from openslob.model.errors import ConfigError
 from openslob.model.metrics import Metric
 
 # Called with (rows loaded so far, rows to load in total) while setup runs.
@@ -163,6 +164,17 @@ class Engine(ABC):
     @abstractmethod
     def identity(self) -> tuple[str, str]:
         """(server, database): equal for two targets that reach the same data."""
+
+    def data_group(self) -> str | None:
+        """Equal for servers that share one data set though each is a server of its own
+        (the nodes of a multi-primary cluster): the data set is loaded through one of
+        them. None for a server whose data is its own."""
+        return None
+
+    def catch_up(self) -> None:
+        """Wait until this server has applied what its data group's other servers committed
+        (a cluster node applies the others' changes a little later); nothing elsewhere."""
+        return None
 
     @abstractmethod
     def lock_dataset(self, purpose: str) -> DatasetLock:
@@ -427,6 +439,12 @@ class EnginePlugin(ABC):
 
     @abstractmethod
     def private_server(self, data_dir: Path | None, config: Any) -> PrivateServer: ...
+
+    def private_cluster(self, data_dir: Path | None, config: Any, nodes: int) -> Any:
+        """Its private cluster of `nodes` servers (`slob server … --cluster N`): an object
+        with start(profile, max_connections=), stop(), destroy(), status().as_dict() and
+        instance_dir. ConfigError for an engine that has none."""
+        raise ConfigError(f"--cluster: {self.title} has no private cluster (MariaDB has)")
 
     @abstractmethod
     def resolve(self, target: str, data_dir: Path | None, config: Any, *, start: bool) -> Target:

@@ -16,6 +16,7 @@ from openslob.analysis.figures import value as figure_value
 from openslob.model.metrics import DEFAULT_TERMS, label
 from openslob.report.blocks import NA, WIDTH, fmt, fmt_us, latency_table, per_op, section, table
 from openslob.report.clocktext import clock_lines
+from openslob.report.cluster import cluster_section
 from openslob.report.intervaltext import interval_section
 from openslob.report.rate import rate_section
 from openslob.report.storage import storage_lines
@@ -562,6 +563,7 @@ def render_text(run: dict[str, Any], wide: bool = False) -> str:
         _load_profile(run),
         _instances(run),
         _latency(run),
+        cluster_section(run),
         interval_section(run),
         rate_section(run),
         _work(run),

@@ -194,8 +194,8 @@ def hold_dataset(engine: Engine, target: Target, purpose: str, notice: Notice) -
 
 def parallel(work: Callable[[Any], Any], items: list[Any]) -> list[Any]:
     """work(item) for each item at once (one thread each); the first error is raised."""
-    if len(items) == 1:
-        return [work(items[0])]
+    if len(items) <= 1:
+        return [work(item) for item in items]
     with ThreadPoolExecutor(max_workers=len(items), thread_name_prefix="slob-instance") as pool:
         return list(pool.map(work, items))
 
@@ -233,6 +233,7 @@ def prepare(
     engines = [registry.plugin(t.engine).engine(t) for t in targets]
     if count > 1:
         _refuse_same_database(targets, engines)
+    leaders = _share_data(engines, schemas)
 
     def one(k: int) -> PreparedInstance:
         resolved, engine = targets[k], engines[k]
@@ -244,11 +245,15 @@ def prepare(
             description = engine.describe()
             names = sorted(schemas[k], key=schema_order)
             progress = setup_progress if count == 1 else None
-            ensure_data(engine, resolved, config, names, say, progress, lock)
+            if k in leaders:
+                ensure_data(engine, resolved, config, names, say, progress, lock)
+                engine.install_procedures(names)  # a cluster's: on every node at once
+            else:  # a node of a cluster its first node loaded and installed for
+                engine.catch_up()
+                ensure_data(engine, resolved, config, names, say, progress, lock)
             # Measured before the run (never in its window): a sample of each table's file.
             measured = engine.compressibility(config, names)
             description["dataset_compressibility"] = measured.as_dict()
-            engine.install_procedures(names)
         except BaseException:
             lock.release()
             raise
@@ -262,10 +267,50 @@ def prepare(
         return instance
 
     try:
-        return Prepared(parallel(tracked, list(range(count))))
+        # The nodes of one cluster share its data set: loaded through the first, then seen
+        # by the others.
+        rest = [k for k in range(count) if k not in leaders]
+        ready = dict(zip(leaders, parallel(tracked, leaders), strict=True))
+        ready.update(zip(rest, parallel(tracked, rest), strict=True))
+        return Prepared([ready[k] for k in range(count)])
     except BaseException:
         Prepared(done).release()
         raise
+
+
+def _share_data(engines: list[Engine], schemas: list[set[str]]) -> list[int]:
+    """The instances that load data and install the loop: one per data group
+    (engine.data_group), for the schemas of every instance of its group (the others only
+    check them, once they have applied what it did)."""
+    if len(engines) == 1:
+        return [0]
+    leaders: dict[str | None, int] = {}
+    found = []
+    for k, group in enumerate(parallel(lambda e: e.data_group(), engines)):
+        if group is None:
+            found.append(k)
+        elif group in leaders:
+            schemas[leaders[group]].update(schemas[k])
+        else:
+            leaders[group] = k
+            found.append(k)
+    return found
+
+
+def one_per_data_group(pairs: list[tuple[Engine, Target]]) -> list[tuple[Engine, Target]]:
+    """`slob setup` over several targets: the nodes of one cluster load its data set once,
+    through the first of them."""
+    if len(pairs) == 1:
+        return pairs
+    groups = parallel(lambda pair: pair[0].data_group(), pairs)
+    seen: set[str] = set()
+    kept = []
+    for pair, group in zip(pairs, groups, strict=True):
+        if group is None or group not in seen:
+            kept.append(pair)
+        if group is not None:
+            seen.add(group)
+    return kept
 
 
 def restore_layout(prepared: Prepared, config: Config, notice: Notice) -> list[str]:

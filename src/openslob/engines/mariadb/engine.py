@@ -94,6 +94,22 @@ class MariaDBEngine(SlobEngine):
             host, port, datadir = cur.fetchone()
         return f"{host}:{port}:{datadir}", ""
 
+    def data_group(self) -> str | None:
+        """A Galera node's cluster (wsrep_cluster_state_uuid): every node holds all the data."""
+        with connect(self.connect_kwargs) as conn, conn.cursor() as cur:
+            cur.execute("SHOW GLOBAL STATUS LIKE 'wsrep_cluster_state_uuid'")
+            row = cur.fetchone()
+            cur.execute("SELECT @@wsrep_on")
+            (wsrep_on,) = cur.fetchone()
+        return f"galera:{row[1]}" if row and row[1] and int(wsrep_on) else None
+
+    def catch_up(self) -> None:
+        """A causal read (wsrep_sync_wait): returns once this node has applied every write
+        set the cluster ordered before it, the loop's procedures and tables included."""
+        with connect(self.connect_kwargs) as conn, conn.cursor() as cur:
+            cur.execute("SET SESSION wsrep_sync_wait = 1")
+            cur.execute("SELECT 1")
+
     def end_loops(self, ids: list[int]) -> str:
         guard.end_loops(self.connect_kwargs, ids)
         return "KILL"

@@ -22,9 +22,10 @@ from openslob.engines.api import (
     WindowStats,
 )
 from openslob.engines.common.work import with_predictions
-from openslob.engines.mariadb import horizon, stats
+from openslob.engines.mariadb import galera_stats, horizon, stats
 from openslob.engines.mariadb.doctor import diagnose_target
 from openslob.engines.mariadb.engine import MariaDBEngine
+from openslob.engines.mariadb.galera import GaleraCluster, parse_cluster
 from openslob.engines.mariadb.layout import layout_for, predicted_work
 from openslob.engines.mariadb.runner import MariaDBRunBackend
 from openslob.engines.mariadb.server import EmbeddedMariaDB, Secret
@@ -51,20 +52,28 @@ _HINTS = {
     1927: "ended",  # connection was killed
 }
 # InnoDB's own figures (no PostgreSQL twin), in run.json metrics and each interval's.
-METRICS = tuple(
-    Metric(key, unit, label, live=True, source="engine", **kw)
-    for key, unit, label, kw in (
-        ("innodb_buffer_pool_misses_per_s", "reads/s", "InnoDB buffer pool misses", {"digits": 0}),
-        ("innodb_buffer_pool_hit_pct", "%", "InnoDB buffer pool hit %", {"combine": "same"}),
-        ("innodb_pages_written_per_s", "pages/s", "InnoDB pages written", {"digits": 0}),
-        ("innodb_dblwr_pages_per_s", "pages/s", "InnoDB doublewrite pages", {"digits": 0}),
-        ("innodb_data_fsyncs_per_s", "fsyncs/s", "InnoDB data fsyncs", {}),
-        ("innodb_log_waits_per_s", "waits/s", "InnoDB log waits", {}),
-        # background flushing, and where it stands at the end of the window / interval
-        ("innodb_pages_flushed_per_s", "pages/s", "InnoDB pages flushed", {"digits": 0}),
-        ("innodb_checkpoint_age_mb", "MB", "InnoDB checkpoint age (at the end)", {}),
-        ("innodb_dirty_pages", "pages", "InnoDB dirty pages (at the end)", {"digits": 0}),
+METRICS = (
+    tuple(
+        Metric(key, unit, label, live=True, source="engine", **kw)
+        for key, unit, label, kw in (
+            (
+                "innodb_buffer_pool_misses_per_s",
+                "reads/s",
+                "InnoDB buffer pool misses",
+                {"digits": 0},
+            ),
+            ("innodb_buffer_pool_hit_pct", "%", "InnoDB buffer pool hit %", {"combine": "same"}),
+            ("innodb_pages_written_per_s", "pages/s", "InnoDB pages written", {"digits": 0}),
+            ("innodb_dblwr_pages_per_s", "pages/s", "InnoDB doublewrite pages", {"digits": 0}),
+            ("innodb_data_fsyncs_per_s", "fsyncs/s", "InnoDB data fsyncs", {}),
+            ("innodb_log_waits_per_s", "waits/s", "InnoDB log waits", {}),
+            # background flushing, and where it stands at the end of the window / interval
+            ("innodb_pages_flushed_per_s", "pages/s", "InnoDB pages flushed", {"digits": 0}),
+            ("innodb_checkpoint_age_mb", "MB", "InnoDB checkpoint age (at the end)", {}),
+            ("innodb_dirty_pages", "pages", "InnoDB dirty pages (at the end)", {"digits": 0}),
+        )
     )
+    + galera_stats.METRICS
 )
 
 
@@ -151,6 +160,9 @@ class MariaDBPlugin(EnginePlugin):
 
     def private_server(self, data_dir: Path | None, config: Any) -> EmbeddedMariaDB:
         return EmbeddedMariaDB(data_dir, _configured_page_size(config))
+
+    def private_cluster(self, data_dir: Path | None, config: Any, nodes: int) -> GaleraCluster:
+        return GaleraCluster(data_dir, _configured_page_size(config), parse_cluster(nodes))
 
     def resolve(self, target: str, data_dir: Path | None, config: Any, *, start: bool) -> Target:
         if target == self.private_target:

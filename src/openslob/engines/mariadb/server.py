@@ -359,7 +359,7 @@ class EmbeddedMariaDB(ServerBase):
         self.pid_file.unlink(missing_ok=True)
         started = time.monotonic()
         proc = subprocess.Popen(
-            [str(MARIADBD), f"--defaults-file={self.cnf}"],
+            self._launch_args(),
             cwd=self.dir,
             env={"PATH": _PATH, **SERVER_ENV},
             stdin=subprocess.DEVNULL,
@@ -382,6 +382,10 @@ class EmbeddedMariaDB(ServerBase):
             f"mariadbd did not accept connections within {START_TIMEOUT_S} s: "
             f"{self._log_tail()} (log: {self.log_file})"
         )
+
+    def _launch_args(self) -> list[str]:
+        """mariadbd's command line (a cluster node adds its wsrep options)."""
+        return [str(MARIADBD), f"--defaults-file={self.cnf}"]
 
     def _ping(self) -> bool:
         try:

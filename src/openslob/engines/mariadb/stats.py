@@ -22,6 +22,7 @@ from typing import Any
 
 import pymysql
 
+from openslob.engines.mariadb import galera_stats
 from openslob.model.rates import per_s, ratio
 
 Snapshot = dict[str, Any]
@@ -71,7 +72,9 @@ def take_snapshot(conn: pymysql.connections.Connection) -> Snapshot:
         cur.execute("SELECT UTC_TIMESTAMP(6), @@performance_schema, VERSION()")
         taken_at, ps_on, version = cur.fetchone()
         cur.execute("SHOW GLOBAL STATUS")
-        status = {name: n for name, value in cur.fetchall() if (n := _number(value)) is not None}
+        raw = dict(cur.fetchall())
+        status = {name: n for name, value in raw.items() if (n := _number(value)) is not None}
+        status.update(galera_stats.latency_fields(raw))
         files = None
         if int(ps_on):
             cur.execute(
@@ -162,6 +165,8 @@ def snapshot_delta(before: Snapshot, after: Snapshot, seconds: float) -> dict[st
         ),
         "innodb_checkpoint_age_mb": _mb(after["status"].get("Innodb_checkpoint_age")),
         "innodb_dirty_pages": after["status"].get("Innodb_buffer_pool_pages_dirty"),
+        # A Galera node's replication figures (null on a single server).
+        **galera_stats.cluster_delta(before["status"], after["status"], seconds),
     }
 
 
@@ -185,6 +190,8 @@ def work_per_op(
 def notes(after: Snapshot) -> list[str]:
     """Why some names differ from PostgreSQL's and which figures are null (run.json notes)."""
     result = list(NOTES)
+    if galera_stats.is_node(after.get("status") or {}):
+        result += galera_stats.NOTES
     if after.get("files") is None:
         result.append("performance_schema is OFF: read/write latencies are null")
     elif LOG_FILE not in after["files"]:

@@ -126,6 +126,19 @@ BEGIN
     DECLARE v_hot BOOLEAN;
     DECLARE v_pause, v_t0, v_began, v_ended DOUBLE;
     DECLARE v_new VARBINARY(16);
+    DECLARE v_aborted BOOLEAN DEFAULT FALSE;
+    -- A Galera node aborts an update that lost a certification conflict (1213 at COMMIT, or
+    -- a brute-force abort): the window's wsrep counters count it (cluster_cert_failures,
+    -- cluster_bf_aborts) and the session goes on. Anywhere else a deadlock ends the run.
+    DECLARE CONTINUE HANDLER FOR 1213
+    BEGIN
+        IF NOT EXISTS (SELECT 1 FROM information_schema.GLOBAL_VARIABLES
+                       WHERE VARIABLE_NAME = 'WSREP_ON' AND VARIABLE_VALUE = 'ON') THEN
+            RESIGNAL;
+        END IF;
+        ROLLBACK;
+        SET v_aborted = TRUE;
+    END;
 
     SET SESSION time_zone = '+00:00';
     SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;
@@ -248,6 +261,10 @@ BEGIN
             END IF;
             SET v_changed = ROW_COUNT();
             COMMIT;
+            IF v_aborted THEN  -- rolled back: no row changed
+                SET v_changed = 0;
+                SET v_aborted = FALSE;
+            END IF;
             SET rows_upd = rows_upd + v_changed;
         ELSE
             IF v_hot THEN
