@@ -16,6 +16,7 @@ import pymysql
 import pytest
 
 from openslob.engines.mariadb.galera import GaleraCluster
+from openslob.results.schema import validate_run
 from tests.conftest import invoke, make_base_dir
 
 DATA = ["--schemas", "3", "--scale", "1024", "--scan-table-sz", "16"]
@@ -86,7 +87,9 @@ def _targets(cluster: GaleraCluster, nodes: int = 3) -> list[str]:
 
 def _last_run(where: Path) -> dict:
     runs = sorted((where / "slob-results").glob("*/run.json"))
-    return json.loads(runs[-1].read_text())
+    run = json.loads(runs[-1].read_text())
+    validate_run(run)  # the shipped schema holds a cluster's run.json too
+    return run
 
 
 def test_a_run_over_the_nodes_loads_the_data_set_once_and_commits_on_every_node(
