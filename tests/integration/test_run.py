@@ -251,23 +251,27 @@ def test_update_ratio_is_a_true_per_op_ratio(dataset, tmp_path) -> None:
     assert updates / ops == pytest.approx(0.37, abs=0.06)  # ~3 binomial standard errors
 
 
-def test_heavy_redo_writes_more_wal_per_update_and_changes_every_column(
-    dataset, tmp_path, db
-) -> None:
+def test_lite_and_heavy_rewrite_every_byte_of_the_row(dataset, tmp_path, db) -> None:
+    """On PostgreSQL c2 and c3 hold all of a row's bytes (issue 23: the dead versions an
+    update leaves in the page then share nothing with the live row, and pages stay
+    incompressible); c4..c20 are empty. LITE and HEAVY both rewrite c2 and c3, so both write
+    at least those bytes to the WAL per row; REDO_STRESS changes the WAL volume on MariaDB
+    only (README), and what PostgreSQL's WAL volume per update is decides no assertion here:
+    full-page images after a checkpoint dominate it."""
     wal = {}
     for stress in ("LITE", "HEAVY"):
-        c20_before = column_digest(db, "user1.cf1", "c20")
-        c2_before = column_digest(db, "user1.cf1", "c2")
+        before = {c: column_digest(db, "user1.cf1", c) for c in ("c2", "c3", "c4", "c20")}
         _, result = run(
             dataset, tmp_path, UPDATE_PCT=100, REDO_STRESS=stress, WORK_LOOP=40, SESSIONS=1
         )
         updates = loop_statements(result, "update")
         assert updates
         wal[stress] = sum(u["wal_bytes"] for u in updates) / sum(u["calls"] for u in updates)
-        assert column_digest(db, "user1.cf1", "c2") != c2_before  # values really change
-        c20_changed = column_digest(db, "user1.cf1", "c20") != c20_before
-        assert c20_changed == (stress == "HEAVY")
-    assert wal["HEAVY"] > 1.5 * wal["LITE"], wal
+        after = {c: column_digest(db, "user1.cf1", c) for c in before}
+        assert after["c2"] != before["c2"] and after["c3"] != before["c3"]  # really change
+        assert after["c4"] == before["c4"] and after["c20"] == before["c20"]  # empty stay so
+        # 64 rows (WORK_UNIT) per update, each rewriting c2 and c3's 2 × 192 random bytes
+        assert wal[stress] > 64 * 2 * 192, wal  # (full-page images come on top of that)
 
 
 def test_scan_pct_counts_full_scans(dataset, tmp_path) -> None:
