@@ -423,6 +423,10 @@ def _os(run: dict[str, Any]) -> list[str]:
 QUERY_NARROW, QUERY_WIDE = 28, 100
 
 
+# run.json keeps the top statements by time and every statement of the work loop
+TOP_STATEMENTS = 10
+
+
 def _statements(run: dict[str, Any], wide: bool) -> list[str]:
     source = _terms(run).get("statements")
     if source is None:
@@ -449,10 +453,12 @@ def _statements(run: dict[str, Any], wide: bool) -> list[str]:
                 fmt(None if r.get("wal_bytes") is None else r["wal_bytes"] / 2**20, 2),
                 " ".join(r["query"].split())[: QUERY_WIDE if wide else QUERY_NARROW],
             ]
-            for r in rows
+            for r in rows[:TOP_STATEMENTS]
         ],
         "l" + "r" * 6 + "l",
     )
+    if len(rows) > TOP_STATEMENTS:  # the work loop's statements that took less time
+        lines.append(f"  … and {len(rows) - TOP_STATEMENTS} more statements of the work loop")
     return lines
 
 

@@ -1,6 +1,6 @@
 """The SLOB layout on PostgreSQL as the catalog and the statistics show it, and what it costs.
 
-A healthy cf1 holds one row per 8 KiB page, SCALE pages (fillfactor 10, ~1.9 KB rows). An
+A healthy cf1 holds one row per 8 KiB page, SCALE pages (fillfactor 10, 448-byte rows). An
 update stays HOT: the new row version goes into the same page, and the old one is pruned at
 the page's next visit, once no snapshot anywhere still needs it (the xmin horizon). A
 snapshot held across an update run (a monitor's, another user's, a prepared transaction, a
