@@ -263,6 +263,12 @@ def parse_value(option: Option, raw: str) -> Any:
     return value
 
 
+def check_range(option: Option, value: Any) -> None:
+    """Range-check a value that did not come from text (a data set's, a measured rate)."""
+    text = number_text(value) if isinstance(value, int | float) else str(value)
+    _check_range(option, text, value)
+
+
 def _check_range(option: Option, text: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return

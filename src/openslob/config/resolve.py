@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -20,11 +20,14 @@ from openslob.config.option import (
     MAX_SESSIONS,
     MIB,
     Option,
+    check_range,
     number_text,
     parse_value,
+    range_text,
     shown_value,
 )
 from openslob.config.options import OPTIONS, OPTIONS_BY_NAME
+from openslob.config.params import Params, typed_value
 from openslob.config.slobconf import read_slob_conf
 from openslob.model.errors import ConfigError
 
@@ -34,7 +37,10 @@ GIVEN: frozenset[Source] = frozenset({"file", "flag"})
 
 @dataclass(frozen=True, eq=False)
 class Config(Mapping[str, Any]):
-    """Every parameter's effective value by slob.conf name, and where each came from."""
+    """Every parameter's effective value by slob.conf name, and where each came from.
+
+    Read the values through ``p`` (typed, config/params.py); the mapping by slob.conf name
+    is for config/ itself and run.json's ``config`` block."""
 
     params: Mapping[str, Any]
     sources: Mapping[str, Source]
@@ -42,10 +48,12 @@ class Config(Mapping[str, Any]):
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     scope: str | None = None  # the command whose cross-parameter checks apply (resolve)
+    p: Params = field(init=False, repr=False)  # the values, typed
 
     def __post_init__(self) -> None:
         # Read-only views: a Config is shared by the runner, the engine and the report.
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        object.__setattr__(self, "p", Params.from_values(self.params))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "warnings", tuple(self.warnings))
@@ -62,7 +70,7 @@ class Config(Mapping[str, Any]):
     @property
     def session_count(self) -> int:
         """Sessions the run connects: SESSIONS, or SCHEMAS x THREADS_PER_SCHEMA when 0."""
-        return self["SESSIONS"] or self["SCHEMAS"] * self["THREADS_PER_SCHEMA"]
+        return self.p.session_count
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict in table order (run.json's ``config`` block)."""
@@ -82,8 +90,19 @@ class Config(Mapping[str, Any]):
         }
 
     def with_values(self, values: Mapping[str, Any], source: Source) -> Config:
-        """A copy with these values from `source`, checked again as a whole: a value taken
-        from the data set must fit the others as a given one would (SCALE > 2 x WORK_UNIT)."""
+        """A copy with these values from `source`, checked as a given one would be: each
+        against its option's kind and range, then all as a whole (a value taken from the
+        data set must fit the others: SCALE > 2 x WORK_UNIT). The one way a parameter
+        changes after resolve (the data set's values, a rate sweep's measured rate)."""
+        for name, value in values.items():
+            option = OPTIONS_BY_NAME[name]
+            try:
+                typed_value(name, value)
+            except TypeError:
+                raise ConfigError(
+                    f"{name}={value!r} is not {option.kind} (allowed: {range_text(option)})"
+                ) from None
+            check_range(option, value)
         config = replace(
             self,
             params={**self.params, **values},
@@ -153,9 +172,9 @@ def resolve(
             value = _parse_at(option, raw, f"{conf_file.path}:{conf_file.lines[name]}")
             params[name] = _anchor(value, conf_file.path.parent) if option.kind == "path" else value
             sources[name] = "file"
-    for name, raw in flags.items():
-        if raw is not None:
-            params[name] = _parse_at(OPTIONS_BY_NAME[name], raw, OPTIONS_BY_NAME[name].flag)
+    for name, given in flags.items():
+        if given is not None:
+            params[name] = _parse_at(OPTIONS_BY_NAME[name], given, OPTIONS_BY_NAME[name].flag)
             sources[name] = "flag"
 
     _sessions_per_instance(params, sources)
