@@ -51,11 +51,11 @@ class RunProgress:
 
     @classmethod
     def of(cls, config: Any) -> RunProgress:
-        loops = int(config["WORK_LOOP"])
+        loops = config.p.work_loop
         return cls(
             {
-                "warmup": float(config["WARMUP"]),
-                "window": None if loops else float(config["RUN_TIME"]),
+                "warmup": config.p.warmup,
+                "window": None if loops else config.p.run_time,
             }
         )
 

@@ -61,14 +61,14 @@ def setup(targets: tuple[str, ...], data_dir: Path | None, **params: Any) -> Non
     config = config_from_click(params, "setup")  # validates before anything is touched
     print_config_messages(config)
     engines = one_per_data_group(_engines_for(targets, config, data_dir))
-    rows = config["SCHEMAS"] * (config["SCALE"] + config["SCAN_TABLE_SZ"])
+    rows = config.p.schemas * (config.p.scale + config.p.scan_table_sz)
     total_mb = engines[0][0].data_bytes(rows) / 2**20
     where = engines[0][1].label if len(engines) == 1 else f"{len(engines)} instances at once"
     err.print(
-        f"setup on {where}: {config['SCHEMAS']} schemas x {config['SCALE']} rows "
-        f"(+ {config['SCAN_TABLE_SZ']} scan rows), {total_mb:,.0f} MB"
+        f"setup on {where}: {config.p.schemas} schemas x {config.p.scale} rows "
+        f"(+ {config.p.scan_table_sz} scan rows), {total_mb:,.0f} MB"
         f"{' each' if len(engines) > 1 else ''}, "
-        f"{config['LOAD_PARALLEL_DEGREE']} load streams",
+        f"{config.p.load_parallel_degree} load streams",
         highlight=False,
     )
     with Progress(

@@ -217,7 +217,7 @@ def run(
     conf = params.pop("conf", None)
     config = resolve(flags, conf, scope="run")
     target_strings(targets, config)  # a bad combination fails here, before anything else
-    if config["REPEAT"] > 1:
+    if config.p.repeat > 1:
         if as_json:
             raise ConfigError(
                 "--json prints one run's summary: give it without --repeat (the repeat "
@@ -239,11 +239,11 @@ def run(
         if line:
             err.print(line, highlight=False)
         sessions = config.session_count
-        loops = config["WORK_LOOP"]
-        span = f"{loops:,} SLOBops per session" if loops else f"{config['RUN_TIME']:g} s"
+        loops = config.p.work_loop
+        span = f"{loops:,} SLOBops per session" if loops else f"{config.p.run_time:g} s"
         err.print(
-            f"run: {sessions} sessions, UPDATE_PCT={config['UPDATE_PCT']}, "
-            f"warm-up {config['WARMUP']:g} s, window {span}",
+            f"run: {sessions} sessions, UPDATE_PCT={config.p.update_pct}, "
+            f"warm-up {config.p.warmup:g} s, window {span}",
             highlight=False,
         )
         for exporter in exporters:
@@ -382,9 +382,9 @@ def planned_seconds(plan: harness.SweepPlan, path: Path) -> list[float]:
         entries = [{"point": p.name, "status": "planned"} for p, _ in plan.runs()]
     by_name = {p.name: p.config for p in plan.points}
     configs = [by_name.get(e.get("point")) for e in entries if e.get("status") != "complete"]
-    if any(c is None or int(c["WORK_LOOP"]) for c in configs):
+    if any(c is None or c.p.work_loop for c in configs):
         return []
-    return [float(c["WARMUP"]) + float(c["RUN_TIME"]) for c in configs]  # type: ignore[index]
+    return [c.p.warmup + c.p.run_time for c in configs if c is not None]
 
 
 def _run_plan(
@@ -403,7 +403,7 @@ def _run_plan(
     if line:
         err.print(line, highlight=False)
     runs = plan.runs()
-    per_point = float(plan.points[0].config["WARMUP"]) + float(plan.points[0].config["RUN_TIME"])
+    per_point = plan.points[0].config.p.warmup + plan.points[0].config.p.run_time
     axes = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in plan.axes.items())
     shape = f"{len(plan.points)} points ({axes})" if plan.axes else "1 point"
     if plan.repeat > 1:

@@ -3,16 +3,27 @@ and its reproducible random seed."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Protocol
 
-Config = Mapping[str, Any]  # a config.options.Config (model sits below config)
+
+class _Counts(Protocol):
+    @property
+    def schemas(self) -> int: ...
+    @property
+    def session_count(self) -> int: ...
+
+
+class Config(Protocol):
+    """A config.resolve.Config, as far as placing sessions needs it (model sits below
+    config): its typed parameters."""
+
+    @property
+    def p(self) -> _Counts: ...
 
 
 def session_schemas(config: Config) -> list[str]:
     """Schema of each session: SLOB's round robin over user1..userN."""
-    total = config["SESSIONS"] or config["SCHEMAS"] * config["THREADS_PER_SCHEMA"]
-    return [f"user{(i % config['SCHEMAS']) + 1}" for i in range(total)]
+    return [f"user{(i % config.p.schemas) + 1}" for i in range(config.p.session_count)]
 
 
 def session_instances(sessions: int, instances: int) -> list[int]:

@@ -58,7 +58,7 @@ def _latency(sessions: list[SessionOutcome], suffix: str = "") -> dict[str, Any]
 
 def _latency_intended(config: Config, sessions: list[SessionOutcome]) -> dict[str, Any] | None:
     """The latency from each op's intended start (RATE runs; null for a closed loop)."""
-    return _latency(sessions, INTENDED) if config["RATE"] else None
+    return _latency(sessions, INTENDED) if config.p.rate else None
 
 
 def _rate_figures(
@@ -67,9 +67,9 @@ def _rate_figures(
     """The schedule's figures of these sessions (model/rate.py; null for a closed loop)."""
     total = len(record.sessions) or 1
     return rate.window_figures(
-        float(config["RATE"]),
+        config.p.rate,
         len(sessions) / total,
-        rate.session_rate(float(config["RATE"]), total),
+        rate.session_rate(config.p.rate, total),
         [o.window for o in sessions],
         _window_seconds(record),
     )
@@ -179,7 +179,7 @@ def _warnings(
     read = sum(len({o.schema for o in record.sessions_of(k)}) for k in range(len(instances)))
     data_bytes = sum(
         len({o.schema for o in record.sessions_of(k)})
-        * plugins[k].table_bytes(i.settings, config["SCALE"])
+        * plugins[k].table_bytes(i.settings, config.p.scale)
         for k, i in enumerate(instances)
     )
     pio = all(i.profile in (None, "pio") for i in instances)
@@ -190,8 +190,8 @@ def _warnings(
         size = f"{data_bytes / 2**20:,.0f} MB"
         what = (
             f"the data set ({size})"
-            if read >= config["SCHEMAS"]
-            else f"the data the sessions read ({read} of {config['SCHEMAS']} schemas, {size})"
+            if read >= config.p.schemas
+            else f"the data the sessions read ({read} of {config.p.schemas} schemas, {size})"
         )
         warnings.append(
             f"{what} is less than {CACHE_RATIO}x {name} "
@@ -200,10 +200,10 @@ def _warnings(
             "sessions as schemas."
         )
     seconds = _window_seconds(record)
-    if seconds is not None and seconds < 5 * config["SAMPLE_INTERVAL"]:
+    if seconds is not None and seconds < 5 * config.p.sample_interval:
         warnings.append(
             f"the window ({seconds:.1f} s) is shorter than 5 sampling intervals "
-            f"({config['SAMPLE_INTERVAL']} s): the time series says little"
+            f"({config.p.sample_interval} s): the time series says little"
         )
     dead = [o for o in record.sessions if o.error and record.status == "complete"]
     if dead:
@@ -327,7 +327,7 @@ def _instance_entry(
     window = plugin.window()
     details = window.details(before, after, info.settings)
     schemas = sorted({o.schema for o in sessions}, key=schema_order)
-    used = [*schemas, "user1"] if config["HOT_SCHEMA_FREQUENCY"] else schemas
+    used = [*schemas, "user1"] if config.p.hot_schema_frequency else schemas
     both = bool(before and after)
     return {
         "target": inst.target,

@@ -17,7 +17,7 @@ from openslob.model import rate
 def rate_warnings(
     config: Config, warmup_service_us: float | None, metrics: Mapping[str, Any]
 ) -> list[str]:
-    if not config["RATE"]:
+    if not config.p.rate:
         return []
     warnings = []
     if metrics.get("saturated"):
@@ -32,7 +32,7 @@ def rate_warnings(
             f"started at the window's end ({rate.RULE}). The latencies describe a point "
             "beyond what these sessions can deliver: lower RATE or add sessions"
         )
-    if warmup_service_us is None and not config["WARMUP"]:
+    if warmup_service_us is None and not config.p.warmup:
         warnings.append(
             "no warm-up: SESSIONS was not checked against RATE (Little's law needs the "
             "warm-up's service time)"

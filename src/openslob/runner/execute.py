@@ -210,7 +210,7 @@ def execute(
         report = render(run) if render is not None else None
         write_run(run_dir, run, report, cut_short=lost)  # NotSaved: disk full
     finally:
-        error = external_script(config["EXTERNAL_SCRIPT"], "end", script_env)
+        error = external_script(config.p.external_script, "end", script_env)
         if error:
             notice(error)
     return run

@@ -86,8 +86,8 @@ def ensure_data(
     if not engine.has_data():
         size_mb = engine.bytes_to_load(config) / 2**20
         notice(
-            f"no SLOB data set yet: creating {config['SCHEMAS']} schemas x "
-            f"{config['SCALE']:,} rows ({size_mb:,.0f} MB) first"
+            f"no SLOB data set yet: creating {config.p.schemas} schemas x "
+            f"{config.p.scale:,} rows ({size_mb:,.0f} MB) first"
         )
         setup_dataset(engine, target, config, notice, setup_progress, lock)
         return
@@ -101,13 +101,20 @@ def parameter_differences(config: Config, recorded: dict[str, int] | None) -> li
     if not recorded:
         return []
     found = []
-    for name in ("SCHEMAS", "SCALE", "SCAN_TABLE_SZ", "SEED"):
-        asked, there = config[name], recorded.get(name)
+    p = config.p
+    asked_values = (
+        ("SCHEMAS", p.schemas),
+        ("SCALE", p.scale),
+        ("SCAN_TABLE_SZ", p.scan_table_sz),
+        ("SEED", p.seed),
+    )
+    for name, asked in asked_values:
+        there = recorded.get(name)
         if there is None or asked == there:
             continue
         if name == "SCHEMAS" and asked < there:
             continue
-        if name == "SCAN_TABLE_SZ" and not config["SCAN_PCT"]:
+        if name == "SCAN_TABLE_SZ" and not config.p.scan_pct:
             continue
         found.append(f"{name} {asked:,} (this run) vs {there:,} (the data set)")
     return found
@@ -123,8 +130,8 @@ def unusable_tables_message(
         return (
             f"the data set does not match this run: {'; '.join(differences)}; leave those "
             "out to run on the data set as it is, or run `slob setup` with this run's "
-            f"values (SCHEMAS={config['SCHEMAS']}, SCALE={config['SCALE']}, "
-            f"SCAN_TABLE_SZ={config['SCAN_TABLE_SZ']}, SEED={config['SEED']}) first"
+            f"values (SCHEMAS={config.p.schemas}, SCALE={config.p.scale}, "
+            f"SCAN_TABLE_SZ={config.p.scan_table_sz}, SEED={config.p.seed}) first"
         )
     shown = "; ".join(f"{name}: {why}" for name, why in list(todo.items())[:3])
     more = f"; {len(todo) - 3} more" if len(todo) > 3 else ""
@@ -135,8 +142,8 @@ def unusable_tables_message(
         )
     return (
         f"the data set does not match this run ({shown}{more}); run `slob setup` with "
-        f"the same parameters (SCHEMAS, SCALE={config['SCALE']}, "
-        f"SCAN_TABLE_SZ={config['SCAN_TABLE_SZ']}, SEED={config['SEED']}) first"
+        f"the same parameters (SCHEMAS, SCALE={config.p.scale}, "
+        f"SCAN_TABLE_SZ={config.p.scan_table_sz}, SEED={config.p.seed}) first"
     )
 
 
@@ -227,7 +234,7 @@ def prepare(
     for c in configs:
         for k, names in enumerate(instance_schemas(c, count)):
             schemas[k].update(names)
-            if c["HOT_SCHEMA_FREQUENCY"]:
+            if c.p.hot_schema_frequency:
                 schemas[k].add("user1")
     sessions = max_sessions or max(len(session_schemas(c)) for c in configs)
     engines = [registry.plugin(t.engine).engine(t) for t in targets]
@@ -320,7 +327,7 @@ def restore_layout(prepared: Prepared, config: Config, notice: Notice) -> list[s
     count = len(prepared.instances)
     reloaded = []
     for names, instance in zip(instance_schemas(config, count), prepared.instances, strict=True):
-        wanted = sorted({*names, *(["user1"] if config["HOT_SCHEMA_FREQUENCY"] else [])})
+        wanted = sorted({*names, *(["user1"] if config.p.hot_schema_frequency else [])})
         todo = instance.engine.missing_tables(config, sorted(wanted, key=schema_order))
         if not todo:
             continue

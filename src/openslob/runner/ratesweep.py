@@ -11,7 +11,6 @@ max point failed) fails with that reason rather than run at a guessed rate.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -78,7 +77,8 @@ def point_config(sweep: dict[str, Any], entry: dict[str, Any], config: Config) -
         )
     rate = round(float(value[:-1]) / 100 * measured["slobops_per_s"], 1)
     entry["rate"] = rate
-    return dataclasses.replace(config, params={**config.params, AXIS: rate})
+    # Checked as a given rate is (range, and no think time alongside): Config.with_values.
+    return config.with_values({AXIS: rate}, config.sources.get(AXIS, "flag"))
 
 
 def record_max(sweep: dict[str, Any], entry: dict[str, Any], run: dict[str, Any] | None) -> None:

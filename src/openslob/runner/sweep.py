@@ -187,7 +187,7 @@ def plan_sweep(
     plan = SweepPlan(
         axes=axes,
         base={k: v for k, v in base_config.as_dict().items() if k not in axes},
-        repeat=base_config["REPEAT"],
+        repeat=base_config.p.repeat,
     )
     for combo in _combinations(list(axes.items())):
         point_flags = dict(fixed)
@@ -425,7 +425,7 @@ def run_sweep(
             result = _run_point(prepared_by_key[key], shared, entry, by_name[entry["name"]])
             outcome.ran.append(entry["name"])
             config = by_name[entry["name"]].config
-            outcome.run_seconds += float(config["WARMUP"]) + (
+            outcome.run_seconds += config.p.warmup + (
                 (result or {}).get("window", {}).get("seconds") or 0.0
             )
             if point_done:
@@ -467,7 +467,7 @@ def _prepare_once(
     notice: Notice,
 ) -> Prepared:
     """Servers, capacity for the largest point, data and procedures: checked once."""
-    widest = max(points, key=lambda p: (p.config["SCHEMAS"], len(session_schemas(p.config))))
+    widest = max(points, key=lambda p: (p.config.p.schemas, len(session_schemas(p.config))))
     return prepare(
         widest.config,
         target=target,

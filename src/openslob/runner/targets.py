@@ -12,22 +12,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from openslob.config.resolve import Config
 from openslob.engines import registry
 from openslob.engines.api import Target
 from openslob.model.errors import ConfigError
 from openslob.model.secrets import redact
 
 
-def target_strings(
-    targets: tuple[str, ...] | list[str] | str | None, config: Mapping[str, Any]
-) -> list[str]:
+def target_strings(targets: tuple[str, ...] | list[str] | str | None, config: Config) -> list[str]:
     """The targets of a command: --target (repeatable), else SQLNET_SERVICE_BASE1..MAX, else
     the default engine's private server; the first INSTANCES of them when it is set (an
     instance sweep). A target named twice, a private server among several targets, or
     instances of different engines are refused."""
     found = _all_targets(targets, config)
-    wanted = config.get("INSTANCES", 0)
-    if config.get("SESSIONS_PER_INSTANCE") and not (wanted or config.get("SQLNET_SERVICE_MAX", 0)):
+    wanted = config.p.instances
+    if config.p.sessions_per_instance and not (wanted or config.p.sqlnet_service_max):
         raise ConfigError(
             "SESSIONS_PER_INSTANCE needs INSTANCES (or SQLNET_SERVICE_MAX): the number of "
             "instances it multiplies"
@@ -41,15 +40,13 @@ def target_strings(
     return found[:wanted] if wanted else found
 
 
-def _all_targets(
-    targets: tuple[str, ...] | list[str] | str | None, config: Mapping[str, Any]
-) -> list[str]:
+def _all_targets(targets: tuple[str, ...] | list[str] | str | None, config: Config) -> list[str]:
     if isinstance(targets, str):
         targets = [targets]
     given = [t for t in targets or () if t]
     default = registry.DEFAULT.private_target
     explicit = [t for t in given if t != default] or (given if len(given) > 1 else [])
-    count, base = config.get("SQLNET_SERVICE_MAX", 0), config.get("SQLNET_SERVICE_BASE", "")
+    count, base = config.p.sqlnet_service_max, config.p.sqlnet_service_base
     if count and not explicit:
         if not base:
             raise ConfigError(
@@ -83,7 +80,7 @@ def _all_targets(
 
 def resolve_targets(
     targets: tuple[str, ...] | list[str] | str | None,
-    config: Mapping[str, Any],
+    config: Config,
     data_dir: Path | None,
     *,
     start: bool = True,

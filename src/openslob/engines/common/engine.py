@@ -62,7 +62,7 @@ class SlobEngine(Engine):
         """Load what is missing or stale; leave valid tables as they are."""
         self.check_server()
         specs = self.specs(config)
-        result = self._loader.load(specs, config["LOAD_PARALLEL_DEGREE"], progress)
+        result = self._loader.load(specs, config.p.load_parallel_degree, progress)
         wanted = sorted({spec.schema for spec in specs}, key=tables.schema_order)
         self.install_after_load(wanted)
         extra = [s for s in self._loader.existing_schemas() if s not in wanted]

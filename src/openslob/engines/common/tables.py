@@ -87,12 +87,12 @@ def wanted_tables(
 def config_tables(config: Config, spec: type[Spec]) -> list[Spec]:
     """The tables `slob setup` with this config creates."""
     return wanted_tables(
-        config["SCHEMAS"],
-        config["SCALE"],
-        config["SCAN_TABLE_SZ"],
-        config["SEED"],
+        config.p.schemas,
+        config.p.scale,
+        config.p.scan_table_sz,
+        config.p.seed,
         spec,
-        config["COMPRESS_RATIO"],
+        config.p.compress_ratio,
     )
 
 
@@ -197,7 +197,7 @@ def missing_tables(
     """`schema.table` -> why, for the tables of `schemas` a run with this config needs and
     cannot use as they are (the scan table only when the run scans)."""
     specs = [s for s in config_tables(config, spec) if s.schema in schemas]
-    if not config["SCAN_PCT"]:
+    if not config.p.scan_pct:
         specs = [s for s in specs if s.table == "cf1"]
     plan = loader.plan(specs)
     return {f"{s.schema}.{s.table}": plan.reasons[s] for s in plan.todo}

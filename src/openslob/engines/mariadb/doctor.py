@@ -175,7 +175,7 @@ def _io_path(settings: dict[str, str], config: Config) -> list[Finding]:
     )
     page = int(settings.get("innodb_page_size", "16384"))
     layout = layout_for(page)
-    data = config["SCHEMAS"] * layout.table_bytes(config["SCALE"])
+    data = config.p.schemas * layout.table_bytes(config.p.scale)
     pool = int(settings.get("innodb_buffer_pool_size", "0"))
     ok = data >= CACHE_RATIO * pool
     findings.append(

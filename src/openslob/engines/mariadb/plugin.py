@@ -111,7 +111,7 @@ class MariaDBWindow(WindowStats):
         size = _page_size(settings)
         predicted = (
             predicted_work(
-                layout_for(size), config["SCALE"], config["WORK_UNIT"], config["SCAN_TABLE_SZ"]
+                layout_for(size), config.p.scale, config.p.work_unit, config.p.scan_table_sz
             )
             if size
             else {}

@@ -212,7 +212,7 @@ def _io_path(conn: psycopg.Connection, version: int, config: Config) -> list[Fin
             )
         )
     shared_buffers = _bytes(conn, "shared_buffers") or 0
-    data = config["SCHEMAS"] * config["SCALE"] * BLOCK_SIZE
+    data = config.p.schemas * config.p.scale * BLOCK_SIZE
     ok = data >= CACHE_RATIO * shared_buffers
     findings.append(
         Finding(

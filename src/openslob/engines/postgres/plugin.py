@@ -109,7 +109,7 @@ class PostgresWindow(WindowStats):
 
     def work_per_op(self, before, after, settings, config, ops):  # type: ignore[no-untyped-def]
         predicted = layout.predicted_work(
-            config["WORK_UNIT"], config["SCAN_TABLE_SZ"], before.get("tables") or {}
+            config.p.work_unit, config.p.scan_table_sz, before.get("tables") or {}
         )
         return with_predictions(
             stats.work_per_op(before, after),
