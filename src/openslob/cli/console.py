@@ -14,6 +14,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from openslob.config.resolve import Config
 from openslob.model.metrics import METRICS, progress_keys
 from openslob.report.blocks import fmt_us
 
@@ -50,7 +51,7 @@ class RunProgress:
         self.done: dict[str, float] = {}
 
     @classmethod
-    def of(cls, config: Any) -> RunProgress:
+    def of(cls, config: Config) -> RunProgress:
         loops = config.p.work_loop
         return cls(
             {

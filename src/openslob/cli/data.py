@@ -24,6 +24,7 @@ from openslob.cli.app import (
     titled,
 )
 from openslob.cli.params import add_options, config_from_click
+from openslob.config.resolve import Config, defaults
 from openslob.engines import registry
 from openslob.engines.api import Engine, SetupResult, Target, VerifyResult
 from openslob.runner import dataset
@@ -32,7 +33,7 @@ from openslob.runner.targets import resolve_targets
 
 
 def _engines_for(
-    targets: tuple[str, ...], config: Any, data_dir: Path | None
+    targets: tuple[str, ...], config: Config, data_dir: Path | None
 ) -> list[tuple[Engine, Target]]:
     resolved = resolve_targets(targets, config, data_dir)
     return [(registry.plugin(t.engine).engine(t), t) for t in resolved]
@@ -255,7 +256,7 @@ def destroy(yes: bool, targets: tuple[str, ...], data_dir: Path | None) -> None:
     Example:
       slob destroy --yes
     """
-    engines = _engines_for(targets, {}, data_dir)
+    engines = _engines_for(targets, defaults(), data_dir)
     for engine, resolved in engines:
         if not yes:
             click.confirm(f"Drop the SLOB schemas on {resolved.label}?", abort=True)

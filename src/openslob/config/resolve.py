@@ -112,6 +112,13 @@ class Config(Mapping[str, Any]):
         return config
 
 
+def defaults() -> Config:
+    """Every parameter at its built-in default, no slob.conf read: for a command that takes
+    no parameters (`slob destroy`) but passes a Config on (targets, servers)."""
+    params = {o.name: o.default for o in OPTIONS}
+    return Config(params=params, sources=dict.fromkeys(params, "default"))
+
+
 def _find_conf(conf: Path | str | None, cwd: Path) -> Path | None:
     """The slob.conf to read: the one asked for (must exist) or ./slob.conf if present."""
     if conf is not None:
