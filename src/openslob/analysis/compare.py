@@ -52,6 +52,7 @@ from openslob.config.options import OPTIONS_BY_NAME
 from openslob.model.compressibility import compare_key
 from openslob.model.errors import ConfigError
 from openslob.model.metrics import METRICS
+from openslob.model.states import RunStatus
 from openslob.results.collect import RunRef, find_runs
 
 NO_REPEATS = "no repeats: cannot separate from noise"
@@ -111,7 +112,7 @@ def make_side(path: Path, refs: Sequence[RunRef], problems: Sequence[str] = ()) 
     points: dict[str, SidePoint] = {}
     left_out = []
     for ref in refs:
-        if ref.run.get("status") != "complete":  # no status: no run ({"schema_version": 2})
+        if ref.run.get("status") != RunStatus.COMPLETE:  # no status: no run ({"schema_version": 2})
             left_out.append(f"{ref.path} ({ref.run.get('status')})")
             continue
         params = identity(ref)

@@ -27,6 +27,7 @@ from openslob.analysis.awrinfo import COLUMNS, TABLE_WIDTH, Column, analyze_row,
 from openslob.analysis.figures import value
 from openslob.analysis.stats import Spread, range_text, spread
 from openslob.model.metrics import METRICS
+from openslob.model.states import RunStatus
 from openslob.results.collect import RunRef
 from openslob.results.rundir import write_atomic
 
@@ -67,7 +68,7 @@ def group_points(refs: Iterable[RunRef]) -> list[PointRuns]:
         point = points.get(_key(ref))
         if point is None:
             point = points[_key(ref)] = PointRuns(_point_name(ref), ref.sweep, dict(ref.point))
-        if ref.run.get("status", "complete") == "complete":
+        if ref.run.get("status", RunStatus.COMPLETE) == RunStatus.COMPLETE:
             point.refs.append(ref)
         else:
             point.incomplete.append(ref.name)

@@ -26,6 +26,7 @@ from typing import Any
 
 from openslob.analysis import usl
 from openslob.analysis.figures import point_text, value
+from openslob.model.states import RunStatus
 from openslob.results.collect import RunRef
 
 INSTANCE_AXES = ("INSTANCES", "SQLNET_SERVICE_MAX")
@@ -166,7 +167,7 @@ def curves(refs: Sequence[RunRef], metric: str = DEFAULT_METRIC) -> list[Scaling
     curve needs at least 2 different N."""
     groups: dict[str, tuple[RunRef, list[RunRef]]] = {}
     for ref in refs:
-        if ref.run.get("status") != "complete" or ref.oracle is not None:
+        if ref.run.get("status") != RunStatus.COMPLETE or ref.oracle is not None:
             continue
         shared = {k: v for k, v in ref.point.items() if k not in INSTANCE_AXES}
         key = repr((ref.sweep, sorted(shared.items())))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from openslob.model.errors import OpenslobError
+from openslob.model.states import Phase
 from openslob.results.stream import TIMESERIES_FILE, csv_number
 
 NA = "n/a"
@@ -104,7 +105,7 @@ def _samples(
     The source is chosen once: switching per row between device and database counts would
     itself look like a cliff. The p99 is the SELECTs' (the UPDATEs' when there are none).
     """
-    window = [r for r in rows if r.get("phase") == "window"]
+    window = [r for r in rows if r.get("phase") == Phase.WINDOW]
     device_iops = _has(window, "device_reads_per_s", "device_writes_per_s")
     iops_source = "device" if device_iops else None
     db_key = "pio_reads_per_s" if _has(window, "pio_reads_per_s") else "db_reads_per_s"

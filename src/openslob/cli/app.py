@@ -23,6 +23,7 @@ from openslob.config.resolve import Config
 from openslob.engines import registry
 from openslob.model.errors import Terminated, one_line, raise_terminated
 from openslob.model.secrets import hide_passwords_from_ps, scrub
+from openslob.model.states import RunStatus
 
 # Redirected output (files, pipes, CI logs) keeps whole table rows instead of wrapping at 80.
 _PIPE_WIDTH = 160
@@ -130,7 +131,7 @@ def titled(title: str, label: str, count: int) -> str:
 
 def exit_code(result: dict[str, Any]) -> int:
     """130 after Ctrl-C, 143 after SIGTERM (as a shell reports them), else 1."""
-    if result["status"] != "interrupted":
+    if result["status"] != RunStatus.INTERRUPTED:
         return 1
     return Terminated.exit_code if result.get("stopped_by") == "SIGTERM" else 130
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from openslob.config.resolve import Config
 from openslob.model.metrics import METRICS, progress_keys
+from openslob.model.states import Phase
 from openslob.report.blocks import fmt_us
 
 WIDTH = 100  # lines that are not redrawn (point lines, warnings) wrap here
@@ -55,8 +56,8 @@ class RunProgress:
         loops = config.p.work_loop
         return cls(
             {
-                "warmup": config.p.warmup,
-                "window": None if loops else config.p.run_time,
+                Phase.WARMUP: config.p.warmup,
+                Phase.WINDOW: None if loops else config.p.run_time,
             }
         )
 

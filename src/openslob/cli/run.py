@@ -37,6 +37,7 @@ from openslob.cli.params import FloatRange, add_options, add_server_options, ser
 from openslob.config.options import OPTIONS_BY_NAME, options_for
 from openslob.config.resolve import resolve
 from openslob.model.errors import ConfigError, OpenslobError
+from openslob.model.states import PointStatus, RunStatus
 from openslob.report.jsonsummary import render_summary
 from openslob.report.sweepfiles import finish_sweep
 from openslob.report.text import render_text
@@ -290,7 +291,7 @@ def run(
     else:
         out.print((run_dir / "report.txt").read_text(), highlight=False, markup=False, end="")
         out.print(f"results: {run_dir}", highlight=False)
-    if result["status"] != "complete":
+    if result["status"] != RunStatus.COMPLETE:
         err.print(f"run {result['status']}: {result.get('error')}", highlight=False)
         sys.exit(exit_code(result))
 
@@ -381,7 +382,9 @@ def planned_seconds(plan: harness.SweepPlan, path: Path) -> list[float]:
     except (OSError, ValueError, KeyError):
         entries = [{"point": p.name, "status": "planned"} for p, _ in plan.runs()]
     by_name = {p.name: p.config for p in plan.points}
-    configs = [by_name.get(e.get("point")) for e in entries if e.get("status") != "complete"]
+    configs = [
+        by_name.get(e.get("point")) for e in entries if e.get("status") != PointStatus.COMPLETE
+    ]
     if any(c is None or c.p.work_loop for c in configs):
         return []
     return [c.p.warmup + c.p.run_time for c in configs if c is not None]

@@ -11,6 +11,7 @@ from typing import Any
 
 from openslob.config.options import MAX_SESSIONS
 from openslob.model.errors import ConfigError
+from openslob.model.states import RunStatus
 from openslob.oracle.awr import OracleReport, WaitEvent
 from openslob.oracle.awrinfo import (
     CPU_EVENTS,
@@ -211,7 +212,7 @@ def to_run(report: OracleReport, path: str | Path) -> dict[str, Any]:
         "schema_version": 1,
         "tool": {"name": f"oracle-{report.kind}", "version": None},
         "label": path.stem,
-        "status": "complete",
+        "status": RunStatus.COMPLETE,
         "error": None,
         "config": {"UPDATE_PCT": update_pct, "SESSIONS": sessions, "SOURCE_FILE": str(path)},
         "engine": {

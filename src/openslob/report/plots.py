@@ -18,6 +18,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from openslob.model.histogram import Histogram, bucket_bounds, of_summary
 from openslob.model.metrics import label as metric_label
+from openslob.model.states import Phase
 from openslob.report.figure import DPI, HALO, MARK_COLOR, save
 from openslob.report.figure import empty as _empty
 from openslob.report.figure import log_axis as _log_axis
@@ -186,7 +187,7 @@ def timeseries(
 
 def _shade_phases(axes: Sequence[Axes], rows: Sequence[Mapping[str, Any]]) -> None:
     for phase, text, color in (
-        ("warmup", "warm-up", "#999999"),
+        (Phase.WARMUP, "warm-up", "#999999"),
         ("tail", "after window", "#cccccc"),
     ):
         for start, end in phase_spans(rows, phase):

@@ -18,6 +18,7 @@ from openslob.model.histogram import merged_ops
 from openslob.model.metrics import OP_KINDS
 from openslob.model.metrics import label as metric_label
 from openslob.model.perinstance import INSTANCE_KEYS, instance_column
+from openslob.model.states import Phase
 from openslob.report.compareplots import side_refs
 from openslob.report.figure import PCT_COLORS
 from openslob.report.petal import (
@@ -194,7 +195,7 @@ OP_PERCENTILES = (("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.
 
 def _window_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The measured window's intervals (the warm-up is not part of any figure)."""
-    return [r for r in rows if r.get("phase") in (None, "", "window")]
+    return [r for r in rows if r.get("phase") in (None, "", Phase.WINDOW)]
 
 
 def _column_series(

@@ -25,6 +25,7 @@ from openslob.model.clock import iso
 from openslob.model.histogram import Histogram
 from openslob.model.metrics import INTENDED, OP_KINDS, core_keys
 from openslob.model.rates import per_s
+from openslob.model.states import RunStatus
 from openslob.results import health as dataset_health
 from openslob.results.rate import rate_warnings
 from openslob.results.record import RunRecord, SessionOutcome
@@ -97,7 +98,7 @@ def build_metrics(
     window = plugin.window()
     seconds = _window_seconds(record) or 0.0
     ops = _ops(record.sessions_of(index))
-    if ops is None or record.status != "complete":
+    if ops is None or record.status != RunStatus.COMPLETE:
         counted = window.ops_from_statements(inst.db_before, inst.db_after)
         if counted is not None and (ops is None or sum(counted.values()) > sum(ops.values())):
             ops = counted
@@ -205,7 +206,7 @@ def _warnings(
             f"the window ({seconds:.1f} s) is shorter than 5 sampling intervals "
             f"({config.p.sample_interval} s): the time series says little"
         )
-    dead = [o for o in record.sessions if o.error and record.status == "complete"]
+    dead = [o for o in record.sessions if o.error and record.status == RunStatus.COMPLETE]
     if dead:
         warnings.append(f"{len(dead)} session(s) died: {dead[0].error}")
     if record.planned_end and record.window_end and record.requested_seconds:

@@ -23,6 +23,7 @@ from hdrh.histogram import HdrHistogram
 
 from openslob.model.histogram import Histogram, bucket_bounds
 from openslob.model.metrics import OP_KINDS
+from openslob.model.states import Phase
 from openslob.results.stream import StreamFile, csv_cell, csv_text
 
 HLOG_SUFFIX = ".hlog"
@@ -80,7 +81,7 @@ class HlogWriter:
             self._files[kind] = log
 
     def __call__(self, row: dict[str, Any], hists: dict[str, Histogram]) -> None:
-        if row["phase"] != "window":
+        if row["phase"] != Phase.WINDOW:
             return
         start, end = _window_times(row)
         if self._base is None:
@@ -117,7 +118,7 @@ class PercentileCsv:
         return [self._file.lost] if self._file.lost else []
 
     def __call__(self, row: dict[str, Any], hists: dict[str, Histogram]) -> None:
-        if row["phase"] != "window":
+        if row["phase"] != Phase.WINDOW:
             return
         if not self._file.records:
             self._file.append(csv_text([*self.COLUMNS, *(f"p{p:g}_us" for p in FIO_PERCENTILES)]))

@@ -9,6 +9,7 @@ from typing import Any
 from openslob.host.snapshot import HostSnapshot
 from openslob.model.clockoffset import ClockReading
 from openslob.model.horizon import HorizonWatch
+from openslob.model.states import RunStatus
 
 
 @dataclass
@@ -60,7 +61,7 @@ class InstanceRecord:
 class RunRecord:
     """Everything measured; results.py turns it into run.json."""
 
-    status: str = "complete"
+    status: RunStatus = RunStatus.COMPLETE
     error: str | None = None
     sessions: list[SessionOutcome] = field(default_factory=list)
     connect_seconds: float | None = None

@@ -23,6 +23,7 @@ from typing import Any
 
 from openslob.model.histogram import Histogram
 from openslob.model.metrics import LATENCY_STATS, OP_KINDS
+from openslob.model.states import Phase
 
 TIMESERIES_FILE = "timeseries.csv"
 # run.json "intervals": the window's op figures per interval (the rest is timeseries.csv)
@@ -142,7 +143,9 @@ def interval_table(path: Path) -> dict[str, Any] | None:
             reader = csv.DictReader(file)
             columns = [c for c in INTERVAL_COLUMNS if c in (reader.fieldnames or [])]
             rows = [
-                [csv_number(row[c]) for c in columns] for row in reader if row["phase"] == "window"
+                [csv_number(row[c]) for c in columns]
+                for row in reader
+                if row["phase"] == Phase.WINDOW
             ]
     except (OSError, KeyError, ValueError):
         return None

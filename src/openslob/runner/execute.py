@@ -22,6 +22,7 @@ from openslob.host import devices as host_devices
 from openslob.host import snapshot as host_snapshot
 from openslob.model.errors import ConfigError
 from openslob.model.plan import session_schemas
+from openslob.model.states import RunStatus
 from openslob.results.build import InstanceInfo, build_run_json
 from openslob.results.histlog import HlogWriter, PercentileCsv
 from openslob.results.record import InstanceRecord, RunRecord
@@ -204,7 +205,7 @@ def execute(
         "(time series, histogram logs, checkpoints; page cache, no fsync)"
         + ("" if share is None else f": {share:.3g} % of the device's writes in the window")
     )
-    if calibrate_dir is not None and run["status"] == "complete":
+    if calibrate_dir is not None and run["status"] == RunStatus.COMPLETE:
         run["calibration"] = calibration(calibrate_dir, sessions, run, notice)
     try:
         report = render(run) if render is not None else None

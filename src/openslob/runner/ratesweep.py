@@ -16,6 +16,7 @@ from typing import Any
 
 from openslob.config.resolve import Config
 from openslob.model.errors import ConfigError
+from openslob.model.states import RunStatus
 
 AXIS = "RATE"
 MAX = "max"  # the closed-loop point of a percentage axis
@@ -83,7 +84,7 @@ def point_config(sweep: dict[str, Any], entry: dict[str, Any], config: Config) -
 
 def record_max(sweep: dict[str, Any], entry: dict[str, Any], run: dict[str, Any] | None) -> None:
     """A complete max point's SLOBops/s becomes its group's maximum."""
-    if entry["params"].get(AXIS) != MAX or not run or run.get("status") != "complete":
+    if entry["params"].get(AXIS) != MAX or not run or run.get("status") != RunStatus.COMPLETE:
         return
     sweep.setdefault("rate_max", {})[group_of(entry["params"])] = {
         "point": entry["name"],

@@ -18,6 +18,7 @@ from openslob.engines.api import Monitor, RunBackend
 from openslob.host import snapshot as host_snapshot
 from openslob.model.histogram import Histogram
 from openslob.model.perinstance import instance_keys
+from openslob.model.states import Phase, RunStatus
 from openslob.results.record import InstanceRecord, RunRecord
 from openslob.runner.intervals import Interval, Schedule, merge_results
 from openslob.runner.record import RunInstance, first_line
@@ -195,7 +196,7 @@ class Sampler(threading.Thread):
         self._db_prev, self._host_prev = db_cur, host_cur
         for sink in self.sinks:
             sink(row, hists)
-        if interval.phase == "window":
+        if interval.phase == Phase.WINDOW:
             self._window_progress(interval, db_cur, host_cur, end)
 
     def _window_progress(
@@ -256,7 +257,7 @@ def provisional_record(
     stamp = time.strftime("%H:%M:%S", time.localtime(end))
     return replace(
         record,
-        status="interrupted",
+        status=RunStatus.INTERRUPTED,
         error=f"the client stopped before the end of the run; the window up to {stamp} "
         "is saved (a checkpoint: the run's own results replace it when it ends)",
         sessions=[replace(o, window=sessions.get(o.id)) for o in record.sessions],

@@ -38,6 +38,7 @@ from openslob.config.resolve import Config, resolve
 from openslob.engines import registry
 from openslob.model.errors import ConfigError, OpenslobError, Terminated
 from openslob.model.plan import session_schemas
+from openslob.model.states import PointStatus, RunStatus
 from openslob.results.collect import SWEEP_FILE
 from openslob.results.rundir import load_run, path_name, write_atomic
 from openslob.runner import ratesweep
@@ -223,7 +224,7 @@ def _entry(point: Point, repeat: int) -> dict[str, Any]:
         "point": point.name,
         "repeat": repeat,
         "params": point.params,
-        "status": "pending",
+        "status": PointStatus.PENDING,
         "run_dir": name,
         "started": None,
         "finished": None,
@@ -304,15 +305,15 @@ def _sweep_problem(sweep: Any, points: set[str]) -> str | None:
 def _rerun_lost(path: Path, sweep: dict[str, Any], notice: Notice) -> None:
     """A "complete" run whose run.json is gone or damaged is pending again."""
     for entry in sweep["points"]:
-        if entry["status"] != "complete":
+        if entry["status"] != PointStatus.COMPLETE:
             continue
         try:
             status = load_run(path / entry["run_dir"]).get("status")
         except OpenslobError:
             status = None
-        if status != "complete":
+        if status != RunStatus.COMPLETE:
             notice(f"{entry['name']}: its run.json is missing or damaged: running it again")
-            entry.update(status="pending", error="run.json missing or damaged: rerun")
+            entry.update(status=PointStatus.PENDING, error="run.json missing or damaged: rerun")
 
 
 def _merge_repeats(sweep: dict[str, Any], fresh: list[dict[str, Any]], plan: SweepPlan) -> None:
@@ -324,7 +325,9 @@ def _merge_repeats(sweep: dict[str, Any], fresh: list[dict[str, Any]], plan: Swe
         entry.setdefault("point", entry["name"])
         entry.setdefault("repeat", 1)
     sweep["points"] = [
-        e for e in sweep["points"] if e["repeat"] <= plan.repeat or e["status"] == "complete"
+        e
+        for e in sweep["points"]
+        if e["repeat"] <= plan.repeat or e["status"] == PointStatus.COMPLETE
     ]
     sweep["points"] += [entry for entry in fresh if entry["name"] not in known]
     sweep["repeat"] = plan.repeat
@@ -400,8 +403,8 @@ def run_sweep(
     shared = _Sweep(path, sweep, label, notice, progress, point_started, render)
     outcome = SweepOutcome(path, sweep)
     by_name = {entry["name"]: by_point[entry["point"]] for entry in sweep["points"]}
-    todo = [p for p in sweep["points"] if p["status"] != "complete"]
-    outcome.skipped = [p["name"] for p in sweep["points"] if p["status"] == "complete"]
+    todo = [p for p in sweep["points"] if p["status"] != PointStatus.COMPLETE]
+    outcome.skipped = [p["name"] for p in sweep["points"] if p["status"] == PointStatus.COMPLETE]
     # One preparation per private server: an engine that keeps one server per value of an
     # option (a page size) has one server and data set per value, prepared before its first
     # point runs.
@@ -430,7 +433,7 @@ def run_sweep(
             )
             if point_done:
                 point_done(entry, result)
-            if entry["status"] != "complete":
+            if entry["status"] != PointStatus.COMPLETE:
                 outcome.stopped = entry["status"]
                 outcome.stopped_by = (result or entry).get("stopped_by")
                 break
@@ -485,7 +488,7 @@ def _run_point(
     run_dir = path / entry["run_dir"]
     if run_dir.exists():  # an earlier attempt that did not complete: ours to replace
         shutil.rmtree(run_dir)
-    entry.update(status="running", started=_now(), finished=None, error=None)
+    entry.update(status=PointStatus.RUNNING, started=_now(), finished=None, error=None)
     save(path, sweep)
     if shared.point_started:
         shared.point_started(entry)
@@ -508,9 +511,13 @@ def _run_point(
         ratesweep.record_max(sweep, entry, result)
     except KeyboardInterrupt as exc:
         signame = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
-        entry.update(status="interrupted", error=f"interrupted ({signame})", stopped_by=signame)
+        entry.update(
+            status=PointStatus.INTERRUPTED, error=f"interrupted ({signame})", stopped_by=signame
+        )
     except Exception as exc:  # record it; the rerun will try this point again
-        entry.update(status="failed", error=str(exc).splitlines()[0] if str(exc) else repr(exc))
+        entry.update(
+            status=PointStatus.FAILED, error=str(exc).splitlines()[0] if str(exc) else repr(exc)
+        )
     entry["finished"] = _now()
     save(path, sweep)
     return result
