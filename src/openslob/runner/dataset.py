@@ -99,6 +99,18 @@ def take(config: Config, values: dict[str, float] | None) -> Config:
     return config.with_values(taken, "dataset") if taken else config
 
 
+def _dataset_values(config: Config) -> dict[str, float]:
+    """The DATASET_PARAMS' values of this config, by name."""
+    p = config.p
+    return {
+        "SCHEMAS": p.schemas,
+        "SCALE": p.scale,
+        "SCAN_TABLE_SZ": p.scan_table_sz,
+        "SEED": p.seed,
+        "COMPRESS_RATIO": p.compress_ratio,
+    }
+
+
 def summary(config: Config, found: Sequence[Found]) -> str | None:
     """The one line saying which values came from the data set, and from where."""
     taken = [name for name in DATASET_PARAMS if config.sources.get(name) == "dataset"]
@@ -106,10 +118,11 @@ def summary(config: Config, found: Sequence[Found]) -> str | None:
         return None
     present = [f for f in found if f.values is not None]
     parts = []
+    values = _dataset_values(config)
     for name in taken:
-        if name == "COMPRESS_RATIO" and config[name] == 1.0:
+        if name == "COMPRESS_RATIO" and values[name] == 1.0:
             continue  # the default: incompressible
-        text = f"{name}={config[name]}"
+        text = f"{name}={values[name]}"
         if name in ("SCALE", "SCAN_TABLE_SZ"):
             text += " rows"
         if name == "SCALE" and present[0].schema_bytes:

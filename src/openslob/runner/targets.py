@@ -8,9 +8,7 @@ BASE1..BASEN). All the instances of one run are of one engine.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from openslob.config.resolve import Config
 from openslob.engines import registry
@@ -90,7 +88,7 @@ def resolve_targets(
     ]
 
 
-def private_target(engine: str, data_dir: Path | None, config: Mapping[str, Any]) -> Target:
+def private_target(engine: str, data_dir: Path | None, config: Config) -> Target:
     """The Target of an engine's private server, not started (`slob server …`)."""
     plugin = registry.plugin(engine)
     return plugin.resolve(plugin.private_target, data_dir, config, start=False)

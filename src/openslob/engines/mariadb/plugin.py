@@ -239,8 +239,8 @@ class MariaDBPlugin(EnginePlugin):
         return (str(args[1]) if len(args) > 1 else str(exc)), _HINTS.get(code)
 
 
-def _configured_page_size(config: Any) -> str:
-    return str((config or {}).get("PAGE_SIZE") or "16k").lower()
+def _configured_page_size(config: Config | None) -> str:
+    return (config.p.page_size if config is not None else "16K").lower()
 
 
 def mysql_kwargs(uri: str) -> dict[str, Any]:
