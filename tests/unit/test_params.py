@@ -13,6 +13,7 @@ from openslob.config.options import OPTIONS
 from openslob.config.params import KIND_TYPES, Params
 from openslob.config.resolve import resolve
 from openslob.model.errors import ConfigError
+from openslob.runner import ratesweep
 
 
 def test_params_fields_are_the_option_table() -> None:
@@ -69,3 +70,15 @@ def test_with_values_checks_the_combination(tmp_path: Path) -> None:
     config = resolve({"THINK_TM_FREQUENCY": "5"}, None, cwd=tmp_path)
     with pytest.raises(ConfigError, match="RATE=500 paces the sessions itself"):
         config.with_values({"RATE": 500.0}, "flag")
+
+
+def test_a_percentage_point_gets_its_rate_through_with_values(tmp_path: Path) -> None:
+    config = resolve({"RATE": "0"}, None, cwd=tmp_path)
+    sweep = {"rate_max": {"update_pct-20": {"point": "m", "slobops_per_s": 1234.56}}}
+    entry = {"name": "p", "params": {"UPDATE_PCT": 20, "RATE": "50%"}}
+    point = ratesweep.point_config(sweep, entry, config)
+    assert point.p.rate == 617.3 and entry["rate"] == 617.3
+    assert point.sources["RATE"] == config.sources["RATE"] == "flag"
+    thinking = resolve({"RATE": "0", "THINK_TM_FREQUENCY": "2"}, None, cwd=tmp_path)
+    with pytest.raises(ConfigError, match=r"RATE=617\.3 paces the sessions itself"):
+        ratesweep.point_config(sweep, entry, thinking)
