@@ -18,12 +18,12 @@ from typing import Any
 from openslob import __version__
 from openslob.config.resolve import Config
 from openslob.engines import registry
-from openslob.engines.common.tables import CACHE_RATIO, schema_order
 from openslob.host import snapshot as host_snapshot
 from openslob.model import clockoffset, combine, rate
 from openslob.model.clock import iso
 from openslob.model.histogram import Histogram
 from openslob.model.metrics import INTENDED, OP_KINDS, core_keys
+from openslob.model.plan import CACHE_RATIO, schema_order
 from openslob.model.rates import per_s
 from openslob.results import health as dataset_health
 from openslob.results.rate import rate_warnings

@@ -16,7 +16,7 @@ from typing import Any
 
 from openslob.engines import registry
 from openslob.engines.api import EnginePlugin
-from openslob.engines.common.tables import schema_order
+from openslob.model.plan import schema_order
 
 WORK_EXCESS_PCT = 15.0  # blocks per op above the prediction that deserve a warning
 MIN_OPS = 20  # fewer ops of a kind say little about its cost
