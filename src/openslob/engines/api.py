@@ -30,6 +30,12 @@ from typing import Any, Protocol, runtime_checkable
 from openslob.config.option import Option
 from openslob.config.resolve import Config
 from openslob.model.compressibility import Compressibility
+from openslob.model.engine import (  # noqa: F401  (re-exported: part of the engine API)
+    CAPABILITY_TERMS,
+    REQUIRED_TERMS,
+    Capabilities,
+    WindowStats,
+)
 from openslob.model.errors import ConfigError
 from openslob.model.metrics import Metric
 
@@ -272,42 +278,6 @@ class RunBackend(Protocol):
         """Whether `exc` says the server (or the connection to it) is gone."""
 
 
-@runtime_checkable
-class WindowStats(Protocol):
-    """The window's figures from the two snapshots of one instance."""
-
-    def metrics(
-        self,
-        before: dict[str, Any],
-        after: dict[str, Any],
-        seconds: float,
-        settings: dict[str, str],
-        own_commits: int,
-    ) -> dict[str, Any]:
-        """run.json metrics (the metrics table's keys; null where it cannot say). Also each
-        sampling interval's, from two interval snapshots (Monitor.interval_snapshot)."""
-
-    def details(
-        self, before: dict[str, Any], after: dict[str, Any], settings: dict[str, str]
-    ) -> dict[str, Any]:
-        """{io, statements, notes, history_length}: the breakdowns it has (null otherwise)."""
-
-    def ops_from_statements(
-        self, before: dict[str, Any] | None, after: dict[str, Any] | None
-    ) -> dict[str, int] | None:
-        """Window op counts from statement statistics, when the loops' own were lost."""
-
-    def work_per_op(
-        self,
-        before: dict[str, Any],
-        after: dict[str, Any],
-        settings: dict[str, str],
-        config: Config,
-        ops: dict[str, int] | None,
-    ) -> dict[str, Any] | None:
-        """Blocks per SLOBop kind, measured and as the layout predicts them."""
-
-
 # ----------------------------------------------------------------------- the private server
 
 # What every private server offers (SLOB's test modes): pio, direct I/O and a small cache, the
@@ -387,35 +357,6 @@ class Target:
     @property
     def label(self) -> str:
         return self.server.label if self.server is not None else self.printable
-
-
-# The terms every engine declares (the reports and metric labels name them), and those a
-# capability brings with it (a report section that exists only with the capability).
-REQUIRED_TERMS = (
-    "log",
-    "log_long",
-    "cache",
-    "db_io",
-    "read_event",
-    "write_event",
-    "log_sync_event",
-    "horizon",
-    "direct_io",
-)
-CAPABILITY_TERMS = {"host_files": ("host_files",), "statement_stats": ("statements",)}
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What an engine can measure, and its own words (run.json engine.terms) for what the
-    reports name: log (WAL / redo log), cache, db_io (where its I/O figures come from),
-    io_breakdown, statements, horizon (its cleanup horizon), direct_io (how its data I/O
-    bypasses the OS cache), host_files (how a remote server's /proc is read)."""
-
-    terms: dict[str, str]
-    wait_sampling: bool = False  # Monitor.sample_waits
-    host_files: bool = False  # Monitor.read_file of a remote server's /proc
-    statement_stats: bool = False  # per-statement figures (details' statements, op counts)
 
 
 class EnginePlugin(ABC):

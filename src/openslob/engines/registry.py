@@ -13,6 +13,7 @@ from difflib import get_close_matches
 from openslob.engines.api import EnginePlugin, Target
 from openslob.engines.mariadb.plugin import PLUGIN as MARIADB
 from openslob.engines.postgres.plugin import PLUGIN as POSTGRESQL
+from openslob.model import engine as engines
 from openslob.model.errors import ConfigError
 from openslob.model.metrics import METRICS
 from openslob.model.secrets import redact
@@ -24,6 +25,7 @@ DEFAULT = PLUGINS[0]
 for _plugin in PLUGINS:  # the figures engines add to run.json metrics
     for _metric in _plugin.metrics:
         METRICS.add(_metric)
+    engines.announce(_plugin)  # an older run.json's words (results/rundir.py)
 
 
 def plugin(name: str | None) -> EnginePlugin:

@@ -133,6 +133,7 @@ def _run_instance(
         profile=_profile(resolved),
         devices_local=bool(local_data_dir) or via_database,
         host_key=host_key,
+        engine_view=plugin,
     )
     return instance, info, notes
 
