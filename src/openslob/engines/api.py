@@ -413,6 +413,11 @@ class EnginePlugin(ABC):
         """Bytes of one schema's cf1 of `rows` rows on this server."""
 
     @abstractmethod
+    def rows_per_mb(self, settings: dict[str, str]) -> int:
+        """SLOB rows in one MB of cf1 on this server (its page size and rows per page): what
+        HOTSPOT_MB and HOTSPOT_OFFSET_MB mean in keys (runner/loopconf.py)."""
+
+    @abstractmethod
     def data_directory(self, settings: dict[str, str]) -> str | None:
         """Where the server keeps its data files (its devices are the ones measured)."""
 
