@@ -2,20 +2,31 @@
 
 An engine is one folder under engines/ holding everything of one database: SQL and the work
 loop, statistics, doctor, its private server. It hands the rest of openslob one EnginePlugin
-(registry.py lists them), through which everything else is reached:
+(registry.py lists them, and refuses one written for another ENGINE_API_VERSION). The
+plug-in plays these roles (each a Protocol; EnginePlugin composes them):
 
-    EnginePlugin    names, capabilities and terms, options and metrics it adds; which --target
-                    strings are its own; its private server; an Engine, a RunBackend and its
-                    WindowStats for a resolved Target
-    Engine          the data set's lifecycle (setup, verify, destroy, locks) and the doctor
+    Terms             name, title, Capabilities: its own words for what the reports name
+    Extensions        the options and metrics it adds to the shared tables
+    Targets           which --target strings are its own, and how they resolve to a Target
+    PrivateServers    the server (and cluster) openslob runs itself
+    Provisioning      an Engine for a Target: the data set's lifecycle and locks
+    Workload          a RunBackend for a Target, rows per MB, where its files and pid are
+    WindowStatistics  its WindowStats, cache and table bytes, notes on its settings
+    Diagnostics       `slob doctor`, hints for its driver's errors
+    Advice            what it says about a data set that did not stay as SLOB describes it
+
+and hands out these objects:
+
+    Engine          the data set's lifecycle (setup, verify, destroy, locks)
     RunBackend      work sessions (one long CALL per phase) and Monitor connections
     Monitor         snapshots, live counters, the horizon, host files, wait samples
     WindowStats     the window's figures from two snapshots (run.json keys, metrics table)
     PrivateServer   the server openslob runs itself (start, stop, status, bulk loads)
-    Capabilities    what it can measure, and its own words for what the reports name
 
-Nothing outside engines/<name>/ asks which engine it talks to: it asks the plug-in, and the
-renderers read the engine's terms from run.json (engine.terms).
+engines/skeleton/ is a commented plug-in showing every member (not registered). Nothing
+outside engines/<name>/ asks which engine it talks to: the runner holds the plug-in and hands
+it to results (model/engine.py: the roles results reads), and the renderers read the engine's
+terms from run.json (engine.terms).
 """
 
 from __future__ import annotations
@@ -33,14 +44,21 @@ from openslob.model.compressibility import Compressibility
 from openslob.model.engine import (  # noqa: F401  (re-exported: part of the engine API)
     CAPABILITY_TERMS,
     REQUIRED_TERMS,
+    Advice,
     Capabilities,
+    Settings,
+    Snapshot,
+    Terms,
+    WindowStatistics,
     WindowStats,
 )
-from openslob.model.errors import ConfigError
+from openslob.model.errors import ConfigError, OpenslobError
 from openslob.model.metrics import Metric
 
 # Called with (rows loaded so far, rows to load in total) while setup runs.
 ProgressCallback = Callable[[int, int], None]
+# An engine's own work session (RunBackend.open_session): only its RunBackend looks inside.
+Session = Any
 
 
 @dataclass
@@ -208,14 +226,23 @@ class Engine(ABC):
 # ------------------------------------------------------------------------------ the run
 
 
+@dataclass
+class WaitSamples:
+    """What an in-database wait sampler saw over the window (Monitor.sample_waits)."""
+
+    samples: int
+    waits: dict[str, int]  # wait event -> samples
+    commits: int  # the sampler's own transactions, all inside the window
+
+
 @runtime_checkable
 class Monitor(Protocol):
     """One sampler's connection: it must hold back no cleanup horizon between its queries."""
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
         """Every cumulative counter the window's figures are computed from."""
 
-    def interval_snapshot(self) -> dict[str, Any]:
+    def interval_snapshot(self) -> Snapshot:
         """The counters WindowStats.metrics needs, read once per sampling interval while the
         loops run: cheap, and without touching the data set or this database's catalogs
         (their buffer hits would count as the run's logical reads)."""
@@ -233,7 +260,7 @@ class Monitor(Protocol):
 
     def sample_waits(
         self, application_name: str, start_epoch: float, end_epoch: float | None, hz: float
-    ) -> Any:
+    ) -> WaitSamples:
         """Wait samples of the window (Capabilities.wait_sampling): {samples, waits, commits}."""
 
     def cancel(self) -> None: ...
@@ -247,20 +274,20 @@ class RunBackend(Protocol):
 
     application_name: str
 
-    async def open_session(self, session_id: int, schema: str) -> Any: ...
+    async def open_session(self, session_id: int, schema: str) -> Session: ...
 
-    async def call(self, session: Any, conf: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, session: Session, conf: dict[str, Any]) -> dict[str, Any]:
         """The session's CALL of its loop for one sampling interval; the loop's JSON result
         (counts, histograms, `own_commits`, and `next`: what the next CALL continues from)."""
 
-    async def publish_stats(self, session: Any) -> bool:
+    async def publish_stats(self, session: Session) -> bool:
         """Make the session publish its statistics; True when that ran one transaction."""
 
-    async def cancel(self, session: Any) -> None: ...
+    async def cancel(self, session: Session) -> None: ...
 
-    def cancel_now(self, session: Any) -> None: ...
+    def cancel_now(self, session: Session) -> None: ...
 
-    async def close(self, session: Any) -> None: ...
+    async def close(self, session: Session) -> None: ...
 
     def shutdown(self) -> None: ...
 
@@ -271,7 +298,7 @@ class RunBackend(Protocol):
 
     def terminate_leftovers(self) -> int: ...
 
-    def settings(self) -> dict[str, str]:
+    def settings(self) -> Settings:
         """Settings the run's figures depend on."""
 
     def connection_lost(self, exc: BaseException) -> bool:
@@ -339,6 +366,30 @@ class PrivateServer(Protocol):
         """A context in which a large load runs fastest (then back to the test profile)."""
 
 
+class ClusterState(Protocol):
+    """What `slob server status --cluster N` prints of a private cluster."""
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class PrivateCluster(Protocol):
+    """A private cluster of N servers (`slob server … --cluster N`)."""
+
+    @property
+    def instance_dir(self) -> Path: ...
+
+    def start(
+        self, profile: str | None = None, *, max_connections: int | None = None
+    ) -> ClusterState: ...
+
+    def stop(self) -> bool: ...
+
+    def destroy(self) -> None: ...
+
+    def status(self) -> ClusterState: ...
+
+
 # ------------------------------------------------------------------------------- a target
 
 
@@ -359,9 +410,140 @@ class Target:
         return self.server.label if self.server is not None else self.printable
 
 
-class EnginePlugin(ABC):
-    """One engine, as the rest of openslob sees it (see the module docstring)."""
+# ------------------------------------------------------------------ the plug-in's roles
 
+# The version of this interface. A plug-in states the version it was written for
+# (EnginePlugin.api_version, set in its own class); registry.py refuses one that differs,
+# in one line. Bump it when a role gains, loses or changes a member.
+ENGINE_API_VERSION = 2
+
+
+class EngineAPIError(OpenslobError):
+    """A plug-in written for another version of this interface."""
+
+
+def check_api(plugin: EnginePlugin) -> None:
+    """EngineAPIError (one line) unless the plug-in speaks ENGINE_API_VERSION."""
+    version = getattr(plugin, "api_version", None)
+    if version != ENGINE_API_VERSION:
+        raise EngineAPIError(
+            f"engine plug-in {getattr(plugin, 'name', type(plugin).__name__)!r} "
+            f"({type(plugin).__module__}) is written for engine API {version}, this openslob "
+            f"speaks {ENGINE_API_VERSION}: update the plug-in (engines/api.py, "
+            "engines/skeleton/)"
+        )
+
+
+@runtime_checkable
+class Extensions(Protocol):
+    """The rows it adds to the shared tables."""
+
+    options: tuple[Option, ...]  # parameters it adds (slob.conf / flags)
+    metrics: tuple[Metric, ...]  # figures it adds to run.json metrics
+
+
+@runtime_checkable
+class Targets(Protocol):
+    """Which --target strings are its own, and how they become a Target."""
+
+    private_target: str  # --target of its private server ("embedded", ...)
+    target_help: str  # how its --target strings look, for --help
+
+    def claims(self, target: str) -> bool:
+        """Whether a --target string is this engine's."""
+
+    def check_target(self, target: str) -> None:
+        """ConfigError (no password in it) when the string is malformed."""
+
+    def resolve(self, target: str, data_dir: Path | None, config: Any, *, start: bool) -> Target:
+        """The Target of a string it claims (its private server started when `start`)."""
+
+    def service_targets(self, base: str, count: int) -> list[str] | None:
+        """SLOB's SQLNET_SERVICE_BASE1..MAX as target strings (None: not this engine's)."""
+
+
+@runtime_checkable
+class PrivateServers(Protocol):
+    """The servers openslob creates and runs itself."""
+
+    def private_server(self, data_dir: Path | None, config: Any) -> PrivateServer: ...
+
+    def private_cluster(self, data_dir: Path | None, config: Any, nodes: int) -> PrivateCluster:
+        """Its private cluster of `nodes` servers (`slob server … --cluster N`);
+        ConfigError for an engine that has none."""
+
+    def server_key(self, config: Any) -> str:
+        """Sweep points with the same key run on the same private server."""
+
+
+@runtime_checkable
+class Provisioning(Protocol):
+    """The data set's lifecycle on a target: setup, verify, destroy, locks."""
+
+    def engine(self, target: Target) -> Engine: ...
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """What a run drives and watches on one instance."""
+
+    def run_backend(self, target: Target, application_name: str, sessions: int) -> RunBackend:
+        """Work sessions and monitor connections of one run on `target`."""
+
+    def rows_per_mb(self, settings: Settings) -> int:
+        """SLOB rows in one MB of cf1 on this server (its page size and rows per page): what
+        HOTSPOT_MB and HOTSPOT_OFFSET_MB mean in keys (runner/loopconf.py)."""
+
+    def data_directory(self, settings: Settings) -> str | None:
+        """Where the server keeps its data files (its devices are the ones measured)."""
+
+    def pid_file(self, settings: Settings) -> str | None:
+        """The server's pid file, relative to its data directory (or absolute)."""
+
+
+@runtime_checkable
+class Diagnostics(Protocol):
+    """`slob doctor`, and hints for the errors of its driver."""
+
+    def diagnose(self, target: Target, config: Config, sessions: int) -> list[Finding]: ...
+
+    def error_hint(self, exc: BaseException) -> tuple[str, str | None] | None:
+        """(message, hint) for a driver error the user can act on (privilege, read-only,
+        ...); None for an error that is not its driver's."""
+
+
+# The roles a plug-in plays (Terms, WindowStatistics and Advice are results' view of it:
+# model/engine.py). tests/unit/test_engine_roles.py checks every plug-in and the skeleton.
+ROLES: tuple[type, ...] = (
+    Terms,
+    Extensions,
+    Targets,
+    PrivateServers,
+    Provisioning,
+    Workload,
+    WindowStatistics,
+    Diagnostics,
+    Advice,
+)
+
+
+class EnginePlugin(
+    Terms,
+    Extensions,
+    Targets,
+    PrivateServers,
+    Provisioning,
+    Workload,
+    WindowStatistics,
+    Diagnostics,
+    Advice,
+    ABC,
+):
+    """One engine, as the rest of openslob sees it: the roles above in one object, with the
+    members an engine must write abstract and the others' usual answers as defaults
+    (engines/skeleton/plugin.py shows each one)."""
+
+    api_version: int  # ENGINE_API_VERSION it was written for: set in the plug-in's class
     name: str  # run.json engine.name
     title: str  # "PostgreSQL"
     private_target: str  # --target of its private server ("embedded", ...)
@@ -370,6 +552,7 @@ class EnginePlugin(ABC):
     metrics: tuple[Metric, ...] = ()  # figures it adds to run.json metrics
     target_help: str = ""  # how its --target strings look, for --help
 
+    # -- Targets
     @abstractmethod
     def claims(self, target: str) -> bool:
         """Whether a --target string is this engine's."""
@@ -379,70 +562,78 @@ class EnginePlugin(ABC):
         """ConfigError (no password in it) when the string is malformed."""
 
     @abstractmethod
-    def private_server(self, data_dir: Path | None, config: Any) -> PrivateServer: ...
-
-    def private_cluster(self, data_dir: Path | None, config: Any, nodes: int) -> Any:
-        """Its private cluster of `nodes` servers (`slob server … --cluster N`): an object
-        with start(profile, max_connections=), stop(), destroy(), status().as_dict() and
-        instance_dir. ConfigError for an engine that has none."""
-        raise ConfigError(f"--cluster: {self.title} has no private cluster (MariaDB has)")
-
-    @abstractmethod
     def resolve(self, target: str, data_dir: Path | None, config: Any, *, start: bool) -> Target:
         """The Target of a string it claims (its private server started when `start`)."""
-
-    @abstractmethod
-    def engine(self, target: Target) -> Engine: ...
-
-    @abstractmethod
-    def run_backend(self, target: Target, application_name: str, sessions: int) -> RunBackend: ...
-
-    @abstractmethod
-    def window(self) -> WindowStats: ...
-
-    @abstractmethod
-    def diagnose(self, target: Target, config: Config, sessions: int) -> list[Finding]: ...
-
-    # -- what a run needs to know of its settings
-    @abstractmethod
-    def cache_bytes(self, settings: dict[str, str]) -> int:
-        """The database's own block cache."""
-
-    @abstractmethod
-    def table_bytes(self, settings: dict[str, str], rows: int) -> int:
-        """Bytes of one schema's cf1 of `rows` rows on this server."""
-
-    @abstractmethod
-    def rows_per_mb(self, settings: dict[str, str]) -> int:
-        """SLOB rows in one MB of cf1 on this server (its page size and rows per page): what
-        HOTSPOT_MB and HOTSPOT_OFFSET_MB mean in keys (runner/loopconf.py)."""
-
-    @abstractmethod
-    def data_directory(self, settings: dict[str, str]) -> str | None:
-        """Where the server keeps its data files (its devices are the ones measured)."""
-
-    @abstractmethod
-    def pid_file(self, settings: dict[str, str]) -> str | None:
-        """The server's pid file, relative to its data directory (or absolute)."""
-
-    def run_notes(self, settings: dict[str, str]) -> list[str]:
-        """Warnings about settings that leave figures unmeasured (e.g. timing off)."""
-        return []
-
-    def run_description(self, settings: dict[str, str]) -> dict[str, Any]:
-        """run.json engine fields from its settings: page_size_bytes, variant (a label that
-        tells runs of different server builds apart in plots, e.g. a page size)."""
-        return {}
 
     def service_targets(self, base: str, count: int) -> list[str] | None:
         """SLOB's SQLNET_SERVICE_BASE1..MAX as target strings (None: not this engine's)."""
         return None
 
+    # -- PrivateServers
+    @abstractmethod
+    def private_server(self, data_dir: Path | None, config: Any) -> PrivateServer: ...
+
+    def private_cluster(self, data_dir: Path | None, config: Any, nodes: int) -> PrivateCluster:
+        """Its private cluster of `nodes` servers; ConfigError for an engine that has none."""
+        raise ConfigError(f"--cluster: {self.title} has no private cluster (MariaDB has)")
+
     def server_key(self, config: Any) -> str:
         """Sweep points with the same key run on the same private server."""
         return ""
 
-    # -- the data set's health
+    # -- Provisioning
+    @abstractmethod
+    def engine(self, target: Target) -> Engine: ...
+
+    # -- Workload
+    @abstractmethod
+    def run_backend(self, target: Target, application_name: str, sessions: int) -> RunBackend: ...
+
+    @abstractmethod
+    def rows_per_mb(self, settings: Settings) -> int:
+        """SLOB rows in one MB of cf1 on this server (its page size and rows per page): what
+        HOTSPOT_MB and HOTSPOT_OFFSET_MB mean in keys (runner/loopconf.py)."""
+
+    @abstractmethod
+    def data_directory(self, settings: Settings) -> str | None:
+        """Where the server keeps its data files (its devices are the ones measured)."""
+
+    @abstractmethod
+    def pid_file(self, settings: Settings) -> str | None:
+        """The server's pid file, relative to its data directory (or absolute)."""
+
+    # -- WindowStatistics
+    @abstractmethod
+    def window(self) -> WindowStats: ...
+
+    @abstractmethod
+    def cache_bytes(self, settings: Settings) -> int:
+        """The database's own block cache."""
+
+    @abstractmethod
+    def table_bytes(self, settings: Settings, rows: int) -> int:
+        """Bytes of one schema's cf1 of `rows` rows on this server."""
+
+    def run_notes(self, settings: Settings) -> list[str]:
+        """Warnings about settings that leave figures unmeasured (e.g. timing off)."""
+        return []
+
+    # -- Terms
+    def run_description(self, settings: Settings) -> dict[str, Any]:
+        """run.json engine fields from its settings: page_size_bytes, variant (a label that
+        tells runs of different server builds apart in plots, e.g. a page size)."""
+        return {}
+
+    # -- Diagnostics
+    @abstractmethod
+    def diagnose(self, target: Target, config: Config, sessions: int) -> list[Finding]: ...
+
+    def error_hint(self, exc: BaseException) -> tuple[str, str | None] | None:
+        """(message, hint) for a driver error the user can act on (privilege, read-only,
+        ...); None for an error that is not its driver's."""
+        return None
+
+    # -- Advice: the data set's health
     def horizon_effect(self) -> str:
         return "old row versions could not be cleaned up"
 
@@ -458,7 +649,3 @@ class EnginePlugin(ABC):
     def window_warnings(self, entry: dict[str, Any], update_commits: float | None) -> list[str]:
         """Its own warnings about one instance of a run (run.json instances[] entry)."""
         return []
-
-    def error_hint(self, exc: BaseException) -> str | None:
-        """A hint for a driver error the user can act on (privilege, read-only, ...)."""
-        return None

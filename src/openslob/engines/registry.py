@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from difflib import get_close_matches
 
-from openslob.engines.api import EnginePlugin, Target
+from openslob.engines.api import EnginePlugin, Target, check_api
 from openslob.engines.mariadb.plugin import PLUGIN as MARIADB
 from openslob.engines.postgres.plugin import PLUGIN as POSTGRESQL
 from openslob.model import engine as engines
@@ -19,6 +19,8 @@ from openslob.model.metrics import METRICS
 from openslob.model.secrets import redact
 
 PLUGINS: tuple[EnginePlugin, ...] = (POSTGRESQL, MARIADB)  # the first is the default
+for _plugin in PLUGINS:  # one written for another engine API: refused, in one line
+    check_api(_plugin)
 BY_NAME = {plugin.name: plugin for plugin in PLUGINS}
 DEFAULT = PLUGINS[0]
 
