@@ -40,20 +40,19 @@ from typing import Any, Protocol, runtime_checkable
 
 from openslob.config.option import Option
 from openslob.config.resolve import Config
+from openslob.model import engine as _results_view
 from openslob.model.compressibility import Compressibility
-from openslob.model.engine import (  # noqa: F401  (re-exported: part of the engine API)
-    CAPABILITY_TERMS,
-    REQUIRED_TERMS,
-    Advice,
-    Capabilities,
-    Settings,
-    Snapshot,
-    Terms,
-    WindowStatistics,
-    WindowStats,
-)
+from openslob.model.engine import Advice, Terms, WindowStatistics
 from openslob.model.errors import ConfigError, OpenslobError
 from openslob.model.metrics import Metric
+
+# Declared in model/engine.py (what results reads of an engine), part of this API as well.
+Capabilities = _results_view.Capabilities
+WindowStats = _results_view.WindowStats
+Snapshot = _results_view.Snapshot
+Settings = _results_view.Settings
+REQUIRED_TERMS = _results_view.REQUIRED_TERMS
+CAPABILITY_TERMS = _results_view.CAPABILITY_TERMS
 
 # Called with (rows loaded so far, rows to load in total) while setup runs.
 ProgressCallback = Callable[[int, int], None]
