@@ -340,14 +340,39 @@ _ALWAYS = {"state", "data_dir", "profile", "version", "pid", "uri", "tcp_port", 
 class PrivateServer(Protocol):
     """A server openslob creates, starts and stops itself (one data directory)."""
 
-    label: str
-    files_dir: Path  # the data files' directory: its devices are the ones measured
-    instance_dir: Path
-    page_bytes: int  # the page size it runs with (the size of one single-block read)
+    # Read-only for its users (an engine may compute them: properties).
+    @property
+    def label(self) -> str: ...
 
-    def start(self, profile: str | None = None, **settings: Any) -> ServerState: ...
+    @property
+    def files_dir(self) -> Path:
+        """The data files' directory: its devices are the ones measured."""
 
-    def would_restart(self, profile: str | None = None, **settings: Any) -> bool:
+    @property
+    def instance_dir(self) -> Path: ...
+
+    @property
+    def page_bytes(self) -> int:
+        """The page size it runs with (the size of one single-block read)."""
+
+    def start(
+        self,
+        profile: str | None = None,
+        *,
+        tcp: bool | None = None,
+        port: int | None = None,
+        max_connections: int | None = None,
+    ) -> ServerState:
+        """Start it (or restart it with other settings); None keeps what it runs with."""
+
+    def would_restart(
+        self,
+        profile: str | None = None,
+        *,
+        tcp: bool | None = None,
+        port: int | None = None,
+        max_connections: int | None = None,
+    ) -> bool:
         """Whether start() with these settings would restart it while it runs."""
 
     def stop(self, *, timeout: float = 60) -> bool: ...

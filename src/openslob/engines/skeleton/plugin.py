@@ -260,18 +260,45 @@ class SkeletonEngine(Engine):
 class SkeletonServer(PrivateServer):
     """A server openslob creates and runs itself in DATA_DIR (postgres/server.py)."""
 
-    label = "skeleton"
-    page_bytes = 8192  # the size of one single-block read on it
-
     def __init__(self, data_dir: Path) -> None:
-        self.instance_dir = data_dir / "skeleton"
-        self.files_dir = self.instance_dir / "data"  # its devices are the ones measured
+        self.data_dir = data_dir
 
-    def start(self, profile: str | None = None, **settings: Any) -> ServerState:
-        # profile: one of api.PROFILES (pio, lio, redo).
+    @property
+    def label(self) -> str:
+        return "skeleton"  # how reports and messages name it
+
+    @property
+    def instance_dir(self) -> Path:
+        return self.data_dir / "skeleton"  # everything of it, under DATA_DIR
+
+    @property
+    def files_dir(self) -> Path:
+        return self.instance_dir / "data"  # its devices are the ones measured
+
+    @property
+    def page_bytes(self) -> int:
+        return 8192  # the size of one single-block read on it
+
+    def start(
+        self,
+        profile: str | None = None,
+        *,
+        tcp: bool | None = None,
+        port: int | None = None,
+        max_connections: int | None = None,
+    ) -> ServerState:
+        # profile: one of api.PROFILES (pio, lio, redo); tcp/port: listen on loopback TCP
+        # too; max_connections: room for the run's sessions and monitors.
         raise NotImplementedError(TODO)
 
-    def would_restart(self, profile: str | None = None, **settings: Any) -> bool:
+    def would_restart(
+        self,
+        profile: str | None = None,
+        *,
+        tcp: bool | None = None,
+        port: int | None = None,
+        max_connections: int | None = None,
+    ) -> bool:
         return False
 
     def stop(self, *, timeout: float = 60) -> bool:
