@@ -23,7 +23,10 @@ and hands out these objects:
     WindowStats     the window's figures from two snapshots (run.json keys, metrics table)
     PrivateServer   the server openslob runs itself (start, stop, status, bulk loads)
 
-engines/skeleton/ is a commented plug-in showing every member (not registered). Nothing
+The roles are declared in roles.py (and model/engine.py), the plain records engines return
+(SetupResult, VerifyResult, Finding, ServerState, WaitSamples, ...) in records.py; import
+all of them from here. engines/skeleton/ is a commented plug-in showing every member (not
+registered). Nothing
 outside engines/<name>/ asks which engine it talks to: the runner holds the plug-in and hands
 it to results (model/engine.py: the roles results reads), and the renderers read the engine's
 terms from run.json (engine.terms).
@@ -34,86 +37,91 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from openslob.config.option import Option
 from openslob.config.resolve import Config
-from openslob.model import engine as _results_view
+from openslob.engines.records import (
+    PROFILES,
+    Check,
+    Finding,
+    ServerState,
+    SetupResult,
+    TableLoad,
+    VerifyResult,
+    WaitSamples,
+)
+from openslob.engines.roles import (
+    ROLES,
+    Diagnostics,
+    Extensions,
+    PrivateServers,
+    Provisioning,
+    Targets,
+    Workload,
+)
 from openslob.model.compressibility import Compressibility
-from openslob.model.engine import Advice, Terms, WindowStatistics
+from openslob.model.engine import (
+    CAPABILITY_TERMS,
+    REQUIRED_TERMS,
+    Advice,
+    Capabilities,
+    Settings,
+    Snapshot,
+    Terms,
+    WindowStatistics,
+    WindowStats,
+)
 from openslob.model.errors import ConfigError, OpenslobError
 from openslob.model.metrics import Metric
 
-# Declared in model/engine.py (what results reads of an engine), part of this API as well.
-Capabilities = _results_view.Capabilities
-WindowStats = _results_view.WindowStats
-Snapshot = _results_view.Snapshot
-Settings = _results_view.Settings
-REQUIRED_TERMS = _results_view.REQUIRED_TERMS
-CAPABILITY_TERMS = _results_view.CAPABILITY_TERMS
+__all__ = [  # what an engine and its users import from here (records and model's included)
+    "CAPABILITY_TERMS",
+    "ENGINE_API_VERSION",
+    "PROFILES",
+    "REQUIRED_TERMS",
+    "ROLES",
+    "Advice",
+    "Capabilities",
+    "Check",
+    "ClusterState",
+    "DatasetLock",
+    "Diagnostics",
+    "Engine",
+    "EngineAPIError",
+    "EnginePlugin",
+    "Extensions",
+    "Finding",
+    "Monitor",
+    "PrivateCluster",
+    "PrivateServer",
+    "PrivateServers",
+    "ProgressCallback",
+    "Provisioning",
+    "RunBackend",
+    "ServerState",
+    "Session",
+    "Settings",
+    "SetupResult",
+    "Snapshot",
+    "TableLoad",
+    "Target",
+    "Targets",
+    "Terms",
+    "VerifyResult",
+    "WaitSamples",
+    "WindowStatistics",
+    "WindowStats",
+    "Workload",
+    "check_api",
+]
 
 # Called with (rows loaded so far, rows to load in total) while setup runs.
 ProgressCallback = Callable[[int, int], None]
 # An engine's own work session (RunBackend.open_session): only its RunBackend looks inside.
 Session = Any
-
-
-@dataclass
-class TableLoad:
-    """One line of the load summary."""
-
-    schema: str
-    table: str
-    rows: int
-    pages: int
-    bytes: int
-    seconds: float
-    action: str  # "loaded" | "valid" (already there, untouched)
-
-    @property
-    def mb_per_s(self) -> float | None:
-        if self.action != "loaded" or self.seconds <= 0:
-            return None
-        return self.bytes / (1 << 20) / self.seconds
-
-
-@dataclass
-class SetupResult:
-    tables: list[TableLoad]
-    notes: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-
-@dataclass
-class Check:
-    """One verification finding: what was measured, what was expected, and the verdict."""
-
-    schema: str
-    name: str
-    measured: Any
-    expected: str
-    ok: bool
-
-
-@dataclass
-class Finding:
-    """One `slob doctor` finding: what was read from the server, the verdict, what to do."""
-
-    check: str
-    value: str
-    verdict: str  # ok | warn | fail
-    advice: str = ""
-
-
-@dataclass
-class VerifyResult:
-    checks: list[Check]
-
-    @property
-    def ok(self) -> bool:
-        return all(check.ok for check in self.checks)
 
 
 @runtime_checkable
@@ -225,15 +233,6 @@ class Engine(ABC):
 # ------------------------------------------------------------------------------ the run
 
 
-@dataclass
-class WaitSamples:
-    """What an in-database wait sampler saw over the window (Monitor.sample_waits)."""
-
-    samples: int
-    waits: dict[str, int]  # wait event -> samples
-    commits: int  # the sampler's own transactions, all inside the window
-
-
 @runtime_checkable
 class Monitor(Protocol):
     """One sampler's connection: it must hold back no cleanup horizon between its queries."""
@@ -305,35 +304,6 @@ class RunBackend(Protocol):
 
 
 # ----------------------------------------------------------------------- the private server
-
-# What every private server offers (SLOB's test modes): pio, direct I/O and a small cache, the
-# default; lio, the data set cached; redo, commits and log flushes dominate.
-PROFILES = ("pio", "lio", "redo")
-
-
-@dataclass
-class ServerState:
-    """What `slob server status` reports (fields an engine has no use for stay None)."""
-
-    state: str  # "running" | "stopped" | "absent"
-    data_dir: str
-    profile: str | None = None
-    version: str | None = None
-    pid: int | None = None
-    uri: str | None = None
-    page_size: str | None = None
-    socket: str | None = None
-    socket_dir: str | None = None
-    tcp_port: int | None = None
-    service_user: str | None = None
-    settings: dict[str, str] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The fields that apply (an engine's unused ones dropped; the core ones always)."""
-        return {k: v for k, v in self.__dict__.items() if v is not None or k in _ALWAYS}
-
-
-_ALWAYS = {"state", "data_dir", "profile", "version", "pid", "uri", "tcp_port", "settings"}
 
 
 @runtime_checkable
@@ -456,99 +426,6 @@ def check_api(plugin: EnginePlugin) -> None:
             f"speaks {ENGINE_API_VERSION}: update the plug-in (engines/api.py, "
             "engines/skeleton/)"
         )
-
-
-@runtime_checkable
-class Extensions(Protocol):
-    """The rows it adds to the shared tables."""
-
-    options: tuple[Option, ...]  # parameters it adds (slob.conf / flags)
-    metrics: tuple[Metric, ...]  # figures it adds to run.json metrics
-
-
-@runtime_checkable
-class Targets(Protocol):
-    """Which --target strings are its own, and how they become a Target."""
-
-    private_target: str  # --target of its private server ("embedded", ...)
-    target_help: str  # how its --target strings look, for --help
-
-    def claims(self, target: str) -> bool:
-        """Whether a --target string is this engine's."""
-
-    def check_target(self, target: str) -> None:
-        """ConfigError (no password in it) when the string is malformed."""
-
-    def resolve(self, target: str, data_dir: Path | None, config: Any, *, start: bool) -> Target:
-        """The Target of a string it claims (its private server started when `start`)."""
-
-    def service_targets(self, base: str, count: int) -> list[str] | None:
-        """SLOB's SQLNET_SERVICE_BASE1..MAX as target strings (None: not this engine's)."""
-
-
-@runtime_checkable
-class PrivateServers(Protocol):
-    """The servers openslob creates and runs itself."""
-
-    def private_server(self, data_dir: Path | None, config: Any) -> PrivateServer: ...
-
-    def private_cluster(self, data_dir: Path | None, config: Any, nodes: int) -> PrivateCluster:
-        """Its private cluster of `nodes` servers (`slob server … --cluster N`);
-        ConfigError for an engine that has none."""
-
-    def server_key(self, config: Any) -> str:
-        """Sweep points with the same key run on the same private server."""
-
-
-@runtime_checkable
-class Provisioning(Protocol):
-    """The data set's lifecycle on a target: setup, verify, destroy, locks."""
-
-    def engine(self, target: Target) -> Engine: ...
-
-
-@runtime_checkable
-class Workload(Protocol):
-    """What a run drives and watches on one instance."""
-
-    def run_backend(self, target: Target, application_name: str, sessions: int) -> RunBackend:
-        """Work sessions and monitor connections of one run on `target`."""
-
-    def rows_per_mb(self, settings: Settings) -> int:
-        """SLOB rows in one MB of cf1 on this server (its page size and rows per page): what
-        HOTSPOT_MB and HOTSPOT_OFFSET_MB mean in keys (runner/loopconf.py)."""
-
-    def data_directory(self, settings: Settings) -> str | None:
-        """Where the server keeps its data files (its devices are the ones measured)."""
-
-    def pid_file(self, settings: Settings) -> str | None:
-        """The server's pid file, relative to its data directory (or absolute)."""
-
-
-@runtime_checkable
-class Diagnostics(Protocol):
-    """`slob doctor`, and hints for the errors of its driver."""
-
-    def diagnose(self, target: Target, config: Config, sessions: int) -> list[Finding]: ...
-
-    def error_hint(self, exc: BaseException) -> tuple[str, str | None] | None:
-        """(message, hint) for a driver error the user can act on (privilege, read-only,
-        ...); None for an error that is not its driver's."""
-
-
-# The roles a plug-in plays (Terms, WindowStatistics and Advice are results' view of it:
-# model/engine.py). tests/unit/test_engine_roles.py checks every plug-in and the skeleton.
-ROLES: tuple[type, ...] = (
-    Terms,
-    Extensions,
-    Targets,
-    PrivateServers,
-    Provisioning,
-    Workload,
-    WindowStatistics,
-    Diagnostics,
-    Advice,
-)
 
 
 class EnginePlugin(
