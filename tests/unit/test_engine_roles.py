@@ -16,6 +16,7 @@ from openslob.engines import api, registry
 from openslob.engines.api import EnginePlugin
 from openslob.engines.skeleton import plugin as skeleton
 from openslob.model import engine as engines
+from openslob.results import rundir
 from openslob.runner.loopconf import loop_conf
 
 PLUGINS = (*registry.PLUGINS, skeleton.PLUGIN)
@@ -113,3 +114,19 @@ def test_the_hotspot_keys_use_the_engines_rows_per_mb(tmp_path: Path) -> None:
     work_unit = config["WORK_UNIT"]
     assert keys(None) == keys(128) == (16 * 128 + work_unit, 16 * 128 + work_unit + 8 * 128 - 1)
     assert keys(512) == (16 * 512 + work_unit, 16 * 512 + work_unit + 8 * 512 - 1)
+
+
+def test_an_older_run_json_gets_its_engines_words_from_the_known_engines() -> None:
+    """Written before engine.terms existed, read after its run (no plug-in at hand): the
+    words come from the engines the registry announced (model/engine.py), by name."""
+    mariadb = registry.plugin("mariadb")
+    run = rundir.with_engine_words(
+        {"engine": {"name": "mariadb", "settings": {"innodb_page_size": "16384"}}}
+    )
+    assert run["engine"]["terms"] == dict(mariadb.capabilities.terms)
+    assert run["engine"]["title"] == "MariaDB" and run["engine"]["page_size_bytes"] == 16384
+    unnamed = rundir.with_engine_words({"engine": {}})  # the default engine's
+    assert unnamed["engine"]["terms"] == dict(registry.DEFAULT.capabilities.terms)
+    unknown = rundir.with_engine_words({"engine": {"name": "informix"}})
+    assert "terms" not in unknown["engine"]
+    assert engines.known(skeleton.PLUGIN.name) is None  # not registered, not known
