@@ -68,6 +68,7 @@ from openslob.model.engine import (
     REQUIRED_TERMS,
     Advice,
     Capabilities,
+    ConfigView,
     Settings,
     Snapshot,
     Terms,
@@ -87,6 +88,7 @@ __all__ = [  # what an engine and its users import from here (records and model'
     "Capabilities",
     "Check",
     "ClusterState",
+    "ConfigView",
     "DatasetLock",
     "Diagnostics",
     "Engine",
@@ -463,7 +465,9 @@ class EnginePlugin(
         """ConfigError (no password in it) when the string is malformed."""
 
     @abstractmethod
-    def resolve(self, target: str, data_dir: Path | None, config: Any, *, start: bool) -> Target:
+    def resolve(
+        self, target: str, data_dir: Path | None, config: ConfigView, *, start: bool
+    ) -> Target:
         """The Target of a string it claims (its private server started when `start`)."""
 
     def service_targets(self, base: str, count: int) -> list[str] | None:
@@ -472,13 +476,15 @@ class EnginePlugin(
 
     # -- PrivateServers
     @abstractmethod
-    def private_server(self, data_dir: Path | None, config: Any) -> PrivateServer: ...
+    def private_server(self, data_dir: Path | None, config: ConfigView) -> PrivateServer: ...
 
-    def private_cluster(self, data_dir: Path | None, config: Any, nodes: int) -> PrivateCluster:
+    def private_cluster(
+        self, data_dir: Path | None, config: ConfigView, nodes: int
+    ) -> PrivateCluster:
         """Its private cluster of `nodes` servers; ConfigError for an engine that has none."""
         raise ConfigError(f"--cluster: {self.title} has no private cluster (MariaDB has)")
 
-    def server_key(self, config: Any) -> str:
+    def server_key(self, config: ConfigView) -> str:
         """Sweep points with the same key run on the same private server."""
         return ""
 

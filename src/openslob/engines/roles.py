@@ -7,12 +7,12 @@ and Advice, the roles results reads, are declared in model/engine.py.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from openslob.config.option import Option
 from openslob.config.resolve import Config
 from openslob.engines.records import Finding
-from openslob.model.engine import Advice, Settings, Terms, WindowStatistics
+from openslob.model.engine import Advice, ConfigView, Settings, Terms, WindowStatistics
 from openslob.model.metrics import Metric
 
 if TYPE_CHECKING:  # api.py imports this module: its types are only named here
@@ -40,7 +40,9 @@ class Targets(Protocol):
     def check_target(self, target: str) -> None:
         """ConfigError (no password in it) when the string is malformed."""
 
-    def resolve(self, target: str, data_dir: Path | None, config: Any, *, start: bool) -> Target:
+    def resolve(
+        self, target: str, data_dir: Path | None, config: ConfigView, *, start: bool
+    ) -> Target:
         """The Target of a string it claims (its private server started when `start`)."""
 
     def service_targets(self, base: str, count: int) -> list[str] | None:
@@ -51,13 +53,15 @@ class Targets(Protocol):
 class PrivateServers(Protocol):
     """The servers openslob creates and runs itself."""
 
-    def private_server(self, data_dir: Path | None, config: Any) -> PrivateServer: ...
+    def private_server(self, data_dir: Path | None, config: ConfigView) -> PrivateServer: ...
 
-    def private_cluster(self, data_dir: Path | None, config: Any, nodes: int) -> PrivateCluster:
+    def private_cluster(
+        self, data_dir: Path | None, config: ConfigView, nodes: int
+    ) -> PrivateCluster:
         """Its private cluster of `nodes` servers (`slob server … --cluster N`);
         ConfigError for an engine that has none."""
 
-    def server_key(self, config: Any) -> str:
+    def server_key(self, config: ConfigView) -> str:
         """Sweep points with the same key run on the same private server."""
 
 

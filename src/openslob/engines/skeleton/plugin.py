@@ -28,6 +28,7 @@ from typing import Any
 from openslob.config.resolve import Config
 from openslob.engines.api import (
     Capabilities,
+    ConfigView,
     DatasetLock,
     Engine,
     EnginePlugin,
@@ -359,14 +360,16 @@ class SkeletonPlugin(EnginePlugin):
         # ConfigError naming the malformed part, never the password.
         pass
 
-    def resolve(self, target: str, data_dir: Path | None, config: Any, *, start: bool) -> Target:
+    def resolve(
+        self, target: str, data_dir: Path | None, config: ConfigView, *, start: bool
+    ) -> Target:
         server = self.private_server(data_dir, config)
         if start:
             server.start()
         return Target(self.name, server.conninfo(), server.conninfo(), server)
 
     # PrivateServers (private_cluster, server_key: OPTIONAL)
-    def private_server(self, data_dir: Path | None, config: Any) -> PrivateServer:
+    def private_server(self, data_dir: Path | None, config: ConfigView) -> PrivateServer:
         return SkeletonServer(data_dir or Path("/var/lib/openslob"))
 
     # Provisioning
