@@ -127,3 +127,18 @@ def test_no_module_outside_an_engine_imports_its_code() -> None:
                 continue
             offenders.append(f"{relative} imports {module}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_results_and_reports_reach_no_engine_module() -> None:
+    """results/, report/ and analysis/ get the engine from the run (results/build.py's
+    InstanceInfo.engine_view, run.json engine.terms) and constants from model/: they import
+    nothing of engines/, not even the registry (no lookup by name)."""
+    offenders = []
+    for layer in ("results", "report", "analysis"):
+        for path in sorted((SRC / layer).rglob("*.py")):
+            offenders += [
+                f"{path.relative_to(SRC)} imports {module}"
+                for module in _imports(path)
+                if module == "openslob.engines" or module.startswith("openslob.engines.")
+            ]
+    assert not offenders, "\n".join(offenders)

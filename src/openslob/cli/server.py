@@ -136,10 +136,11 @@ def server_start(
     target = _target(engine, data_dir, params)
     server_ = target.server
     assert server_ is not None
-    settings = {"tcp": tcp, "port": port, "max_connections": max_connections}
-    if not force and server_.would_restart(profile, **settings):
+    if not force and server_.would_restart(
+        profile, tcp=tcp, port=port, max_connections=max_connections
+    ):
         refuse_while_in_use(target, "restarting it with new settings")
-    state = server_.start(profile, **settings)
+    state = server_.start(profile, tcp=tcp, port=port, max_connections=max_connections)
     _print_state(state.as_dict())
 
 

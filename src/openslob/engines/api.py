@@ -2,20 +2,34 @@
 
 An engine is one folder under engines/ holding everything of one database: SQL and the work
 loop, statistics, doctor, its private server. It hands the rest of openslob one EnginePlugin
-(registry.py lists them), through which everything else is reached:
+(registry.py lists them, and refuses one written for another ENGINE_API_VERSION). The
+plug-in plays these roles (each a Protocol; EnginePlugin composes them):
 
-    EnginePlugin    names, capabilities and terms, options and metrics it adds; which --target
-                    strings are its own; its private server; an Engine, a RunBackend and its
-                    WindowStats for a resolved Target
-    Engine          the data set's lifecycle (setup, verify, destroy, locks) and the doctor
+    Terms             name, title, Capabilities: its own words for what the reports name
+    Extensions        the options and metrics it adds to the shared tables
+    Targets           which --target strings are its own, and how they resolve to a Target
+    PrivateServers    the server (and cluster) openslob runs itself
+    Provisioning      an Engine for a Target: the data set's lifecycle and locks
+    Workload          a RunBackend for a Target, rows per MB, where its files and pid are
+    WindowStatistics  its WindowStats, cache and table bytes, notes on its settings
+    Diagnostics       `slob doctor`, hints for its driver's errors
+    Advice            what it says about a data set that did not stay as SLOB describes it
+
+and hands out these objects:
+
+    Engine          the data set's lifecycle (setup, verify, destroy, locks)
     RunBackend      work sessions (one long CALL per phase) and Monitor connections
     Monitor         snapshots, live counters, the horizon, host files, wait samples
     WindowStats     the window's figures from two snapshots (run.json keys, metrics table)
     PrivateServer   the server openslob runs itself (start, stop, status, bulk loads)
-    Capabilities    what it can measure, and its own words for what the reports name
 
-Nothing outside engines/<name>/ asks which engine it talks to: it asks the plug-in, and the
-renderers read the engine's terms from run.json (engine.terms).
+The roles are declared in roles.py (and model/engine.py), the plain records engines return
+(SetupResult, VerifyResult, Finding, ServerState, WaitSamples, ...) in records.py; import
+all of them from here. engines/skeleton/ is a commented plug-in showing every member (not
+registered). Nothing
+outside engines/<name>/ asks which engine it talks to: the runner holds the plug-in and hands
+it to results (model/engine.py: the roles results reads), and the renderers read the engine's
+terms from run.json (engine.terms).
 """
 
 from __future__ import annotations
@@ -23,74 +37,93 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from openslob.config.option import Option
 from openslob.config.resolve import Config
+from openslob.engines.records import (
+    PROFILES,
+    Check,
+    Finding,
+    ServerState,
+    SetupResult,
+    TableLoad,
+    VerifyResult,
+    WaitSamples,
+)
+from openslob.engines.roles import (
+    ROLES,
+    Diagnostics,
+    Extensions,
+    PrivateServers,
+    Provisioning,
+    Targets,
+    Workload,
+)
 from openslob.model.compressibility import Compressibility
-from openslob.model.errors import ConfigError
+from openslob.model.engine import (
+    CAPABILITY_TERMS,
+    REQUIRED_TERMS,
+    Advice,
+    Capabilities,
+    ConfigView,
+    Settings,
+    Snapshot,
+    Terms,
+    WindowStatistics,
+    WindowStats,
+)
+from openslob.model.errors import ConfigError, OpenslobError
 from openslob.model.metrics import Metric
+
+__all__ = [  # what an engine and its users import from here (records and model's included)
+    "CAPABILITY_TERMS",
+    "ENGINE_API_VERSION",
+    "PROFILES",
+    "REQUIRED_TERMS",
+    "ROLES",
+    "Advice",
+    "Capabilities",
+    "Check",
+    "ClusterState",
+    "ConfigView",
+    "DatasetLock",
+    "Diagnostics",
+    "Engine",
+    "EngineAPIError",
+    "EnginePlugin",
+    "Extensions",
+    "Finding",
+    "Monitor",
+    "PrivateCluster",
+    "PrivateServer",
+    "PrivateServers",
+    "ProgressCallback",
+    "Provisioning",
+    "RunBackend",
+    "ServerState",
+    "Session",
+    "Settings",
+    "SetupResult",
+    "Snapshot",
+    "TableLoad",
+    "Target",
+    "Targets",
+    "Terms",
+    "VerifyResult",
+    "WaitSamples",
+    "WindowStatistics",
+    "WindowStats",
+    "Workload",
+    "check_api",
+]
 
 # Called with (rows loaded so far, rows to load in total) while setup runs.
 ProgressCallback = Callable[[int, int], None]
-
-
-@dataclass
-class TableLoad:
-    """One line of the load summary."""
-
-    schema: str
-    table: str
-    rows: int
-    pages: int
-    bytes: int
-    seconds: float
-    action: str  # "loaded" | "valid" (already there, untouched)
-
-    @property
-    def mb_per_s(self) -> float | None:
-        if self.action != "loaded" or self.seconds <= 0:
-            return None
-        return self.bytes / (1 << 20) / self.seconds
-
-
-@dataclass
-class SetupResult:
-    tables: list[TableLoad]
-    notes: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-
-@dataclass
-class Check:
-    """One verification finding: what was measured, what was expected, and the verdict."""
-
-    schema: str
-    name: str
-    measured: Any
-    expected: str
-    ok: bool
-
-
-@dataclass
-class Finding:
-    """One `slob doctor` finding: what was read from the server, the verdict, what to do."""
-
-    check: str
-    value: str
-    verdict: str  # ok | warn | fail
-    advice: str = ""
-
-
-@dataclass
-class VerifyResult:
-    checks: list[Check]
-
-    @property
-    def ok(self) -> bool:
-        return all(check.ok for check in self.checks)
+# An engine's own work session (RunBackend.open_session): only its RunBackend looks inside.
+Session = Any
 
 
 @runtime_checkable
@@ -206,10 +239,10 @@ class Engine(ABC):
 class Monitor(Protocol):
     """One sampler's connection: it must hold back no cleanup horizon between its queries."""
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Snapshot:
         """Every cumulative counter the window's figures are computed from."""
 
-    def interval_snapshot(self) -> dict[str, Any]:
+    def interval_snapshot(self) -> Snapshot:
         """The counters WindowStats.metrics needs, read once per sampling interval while the
         loops run: cheap, and without touching the data set or this database's catalogs
         (their buffer hits would count as the run's logical reads)."""
@@ -227,7 +260,7 @@ class Monitor(Protocol):
 
     def sample_waits(
         self, application_name: str, start_epoch: float, end_epoch: float | None, hz: float
-    ) -> Any:
+    ) -> WaitSamples:
         """Wait samples of the window (Capabilities.wait_sampling): {samples, waits, commits}."""
 
     def cancel(self) -> None: ...
@@ -241,20 +274,20 @@ class RunBackend(Protocol):
 
     application_name: str
 
-    async def open_session(self, session_id: int, schema: str) -> Any: ...
+    async def open_session(self, session_id: int, schema: str) -> Session: ...
 
-    async def call(self, session: Any, conf: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, session: Session, conf: dict[str, Any]) -> dict[str, Any]:
         """The session's CALL of its loop for one sampling interval; the loop's JSON result
         (counts, histograms, `own_commits`, and `next`: what the next CALL continues from)."""
 
-    async def publish_stats(self, session: Any) -> bool:
+    async def publish_stats(self, session: Session) -> bool:
         """Make the session publish its statistics; True when that ran one transaction."""
 
-    async def cancel(self, session: Any) -> None: ...
+    async def cancel(self, session: Session) -> None: ...
 
-    def cancel_now(self, session: Any) -> None: ...
+    def cancel_now(self, session: Session) -> None: ...
 
-    async def close(self, session: Any) -> None: ...
+    async def close(self, session: Session) -> None: ...
 
     def shutdown(self) -> None: ...
 
@@ -265,93 +298,53 @@ class RunBackend(Protocol):
 
     def terminate_leftovers(self) -> int: ...
 
-    def settings(self) -> dict[str, str]:
+    def settings(self) -> Settings:
         """Settings the run's figures depend on."""
 
     def connection_lost(self, exc: BaseException) -> bool:
         """Whether `exc` says the server (or the connection to it) is gone."""
 
 
-@runtime_checkable
-class WindowStats(Protocol):
-    """The window's figures from the two snapshots of one instance."""
-
-    def metrics(
-        self,
-        before: dict[str, Any],
-        after: dict[str, Any],
-        seconds: float,
-        settings: dict[str, str],
-        own_commits: int,
-    ) -> dict[str, Any]:
-        """run.json metrics (the metrics table's keys; null where it cannot say). Also each
-        sampling interval's, from two interval snapshots (Monitor.interval_snapshot)."""
-
-    def details(
-        self, before: dict[str, Any], after: dict[str, Any], settings: dict[str, str]
-    ) -> dict[str, Any]:
-        """{io, statements, notes, history_length}: the breakdowns it has (null otherwise)."""
-
-    def ops_from_statements(
-        self, before: dict[str, Any] | None, after: dict[str, Any] | None
-    ) -> dict[str, int] | None:
-        """Window op counts from statement statistics, when the loops' own were lost."""
-
-    def work_per_op(
-        self,
-        before: dict[str, Any],
-        after: dict[str, Any],
-        settings: dict[str, str],
-        config: Config,
-        ops: dict[str, int] | None,
-    ) -> dict[str, Any] | None:
-        """Blocks per SLOBop kind, measured and as the layout predicts them."""
-
-
 # ----------------------------------------------------------------------- the private server
-
-# What every private server offers (SLOB's test modes): pio, direct I/O and a small cache, the
-# default; lio, the data set cached; redo, commits and log flushes dominate.
-PROFILES = ("pio", "lio", "redo")
-
-
-@dataclass
-class ServerState:
-    """What `slob server status` reports (fields an engine has no use for stay None)."""
-
-    state: str  # "running" | "stopped" | "absent"
-    data_dir: str
-    profile: str | None = None
-    version: str | None = None
-    pid: int | None = None
-    uri: str | None = None
-    page_size: str | None = None
-    socket: str | None = None
-    socket_dir: str | None = None
-    tcp_port: int | None = None
-    service_user: str | None = None
-    settings: dict[str, str] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The fields that apply (an engine's unused ones dropped; the core ones always)."""
-        return {k: v for k, v in self.__dict__.items() if v is not None or k in _ALWAYS}
-
-
-_ALWAYS = {"state", "data_dir", "profile", "version", "pid", "uri", "tcp_port", "settings"}
 
 
 @runtime_checkable
 class PrivateServer(Protocol):
     """A server openslob creates, starts and stops itself (one data directory)."""
 
-    label: str
-    files_dir: Path  # the data files' directory: its devices are the ones measured
-    instance_dir: Path
-    page_bytes: int  # the page size it runs with (the size of one single-block read)
+    # Read-only for its users (an engine may compute them: properties).
+    @property
+    def label(self) -> str: ...
 
-    def start(self, profile: str | None = None, **settings: Any) -> ServerState: ...
+    @property
+    def files_dir(self) -> Path:
+        """The data files' directory: its devices are the ones measured."""
 
-    def would_restart(self, profile: str | None = None, **settings: Any) -> bool:
+    @property
+    def instance_dir(self) -> Path: ...
+
+    @property
+    def page_bytes(self) -> int:
+        """The page size it runs with (the size of one single-block read)."""
+
+    def start(
+        self,
+        profile: str | None = None,
+        *,
+        tcp: bool | None = None,
+        port: int | None = None,
+        max_connections: int | None = None,
+    ) -> ServerState:
+        """Start it (or restart it with other settings); None keeps what it runs with."""
+
+    def would_restart(
+        self,
+        profile: str | None = None,
+        *,
+        tcp: bool | None = None,
+        port: int | None = None,
+        max_connections: int | None = None,
+    ) -> bool:
         """Whether start() with these settings would restart it while it runs."""
 
     def stop(self, *, timeout: float = 60) -> bool: ...
@@ -367,6 +360,30 @@ class PrivateServer(Protocol):
 
     def bulk_load(self, notice: Callable[[str], None]) -> contextlib.AbstractContextManager[Any]:
         """A context in which a large load runs fastest (then back to the test profile)."""
+
+
+class ClusterState(Protocol):
+    """What `slob server status --cluster N` prints of a private cluster."""
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class PrivateCluster(Protocol):
+    """A private cluster of N servers (`slob server … --cluster N`)."""
+
+    @property
+    def instance_dir(self) -> Path: ...
+
+    def start(
+        self, profile: str | None = None, *, max_connections: int | None = None
+    ) -> ClusterState: ...
+
+    def stop(self) -> bool: ...
+
+    def destroy(self) -> None: ...
+
+    def status(self) -> ClusterState: ...
 
 
 # ------------------------------------------------------------------------------- a target
@@ -389,38 +406,47 @@ class Target:
         return self.server.label if self.server is not None else self.printable
 
 
-# The terms every engine declares (the reports and metric labels name them), and those a
-# capability brings with it (a report section that exists only with the capability).
-REQUIRED_TERMS = (
-    "log",
-    "log_long",
-    "cache",
-    "db_io",
-    "read_event",
-    "write_event",
-    "log_sync_event",
-    "horizon",
-    "direct_io",
-)
-CAPABILITY_TERMS = {"host_files": ("host_files",), "statement_stats": ("statements",)}
+# ------------------------------------------------------------------ the plug-in's roles
+
+# The version of this interface. A plug-in states the version it was written for
+# (EnginePlugin.api_version, set in its own class); registry.py refuses one that differs,
+# in one line. Bump it when a role gains, loses or changes a member.
+ENGINE_API_VERSION = 2
 
 
-@dataclass(frozen=True)
-class Capabilities:
-    """What an engine can measure, and its own words (run.json engine.terms) for what the
-    reports name: log (WAL / redo log), cache, db_io (where its I/O figures come from),
-    io_breakdown, statements, horizon (its cleanup horizon), direct_io (how its data I/O
-    bypasses the OS cache), host_files (how a remote server's /proc is read)."""
-
-    terms: dict[str, str]
-    wait_sampling: bool = False  # Monitor.sample_waits
-    host_files: bool = False  # Monitor.read_file of a remote server's /proc
-    statement_stats: bool = False  # per-statement figures (details' statements, op counts)
+class EngineAPIError(OpenslobError):
+    """A plug-in written for another version of this interface."""
 
 
-class EnginePlugin(ABC):
-    """One engine, as the rest of openslob sees it (see the module docstring)."""
+def check_api(plugin: EnginePlugin) -> None:
+    """EngineAPIError (one line) unless the plug-in speaks ENGINE_API_VERSION."""
+    version = getattr(plugin, "api_version", None)
+    if version != ENGINE_API_VERSION:
+        raise EngineAPIError(
+            f"engine plug-in {getattr(plugin, 'name', type(plugin).__name__)!r} "
+            f"({type(plugin).__module__}) is written for engine API {version}, this openslob "
+            f"speaks {ENGINE_API_VERSION}: update the plug-in (engines/api.py, "
+            "engines/skeleton/)"
+        )
 
+
+class EnginePlugin(
+    Terms,
+    Extensions,
+    Targets,
+    PrivateServers,
+    Provisioning,
+    Workload,
+    WindowStatistics,
+    Diagnostics,
+    Advice,
+    ABC,
+):
+    """One engine, as the rest of openslob sees it: the roles above in one object, with the
+    members an engine must write abstract and the others' usual answers as defaults
+    (engines/skeleton/plugin.py shows each one)."""
+
+    api_version: int  # ENGINE_API_VERSION it was written for: set in the plug-in's class
     name: str  # run.json engine.name
     title: str  # "PostgreSQL"
     private_target: str  # --target of its private server ("embedded", ...)
@@ -429,6 +455,7 @@ class EnginePlugin(ABC):
     metrics: tuple[Metric, ...] = ()  # figures it adds to run.json metrics
     target_help: str = ""  # how its --target strings look, for --help
 
+    # -- Targets
     @abstractmethod
     def claims(self, target: str) -> bool:
         """Whether a --target string is this engine's."""
@@ -438,65 +465,82 @@ class EnginePlugin(ABC):
         """ConfigError (no password in it) when the string is malformed."""
 
     @abstractmethod
-    def private_server(self, data_dir: Path | None, config: Any) -> PrivateServer: ...
-
-    def private_cluster(self, data_dir: Path | None, config: Any, nodes: int) -> Any:
-        """Its private cluster of `nodes` servers (`slob server … --cluster N`): an object
-        with start(profile, max_connections=), stop(), destroy(), status().as_dict() and
-        instance_dir. ConfigError for an engine that has none."""
-        raise ConfigError(f"--cluster: {self.title} has no private cluster (MariaDB has)")
-
-    @abstractmethod
-    def resolve(self, target: str, data_dir: Path | None, config: Any, *, start: bool) -> Target:
+    def resolve(
+        self, target: str, data_dir: Path | None, config: ConfigView, *, start: bool
+    ) -> Target:
         """The Target of a string it claims (its private server started when `start`)."""
-
-    @abstractmethod
-    def engine(self, target: Target) -> Engine: ...
-
-    @abstractmethod
-    def run_backend(self, target: Target, application_name: str, sessions: int) -> RunBackend: ...
-
-    @abstractmethod
-    def window(self) -> WindowStats: ...
-
-    @abstractmethod
-    def diagnose(self, target: Target, config: Config, sessions: int) -> list[Finding]: ...
-
-    # -- what a run needs to know of its settings
-    @abstractmethod
-    def cache_bytes(self, settings: dict[str, str]) -> int:
-        """The database's own block cache."""
-
-    @abstractmethod
-    def table_bytes(self, settings: dict[str, str], rows: int) -> int:
-        """Bytes of one schema's cf1 of `rows` rows on this server."""
-
-    @abstractmethod
-    def data_directory(self, settings: dict[str, str]) -> str | None:
-        """Where the server keeps its data files (its devices are the ones measured)."""
-
-    @abstractmethod
-    def pid_file(self, settings: dict[str, str]) -> str | None:
-        """The server's pid file, relative to its data directory (or absolute)."""
-
-    def run_notes(self, settings: dict[str, str]) -> list[str]:
-        """Warnings about settings that leave figures unmeasured (e.g. timing off)."""
-        return []
-
-    def run_description(self, settings: dict[str, str]) -> dict[str, Any]:
-        """run.json engine fields from its settings: page_size_bytes, variant (a label that
-        tells runs of different server builds apart in plots, e.g. a page size)."""
-        return {}
 
     def service_targets(self, base: str, count: int) -> list[str] | None:
         """SLOB's SQLNET_SERVICE_BASE1..MAX as target strings (None: not this engine's)."""
         return None
 
-    def server_key(self, config: Any) -> str:
+    # -- PrivateServers
+    @abstractmethod
+    def private_server(self, data_dir: Path | None, config: ConfigView) -> PrivateServer: ...
+
+    def private_cluster(
+        self, data_dir: Path | None, config: ConfigView, nodes: int
+    ) -> PrivateCluster:
+        """Its private cluster of `nodes` servers; ConfigError for an engine that has none."""
+        raise ConfigError(f"--cluster: {self.title} has no private cluster (MariaDB has)")
+
+    def server_key(self, config: ConfigView) -> str:
         """Sweep points with the same key run on the same private server."""
         return ""
 
-    # -- the data set's health
+    # -- Provisioning
+    @abstractmethod
+    def engine(self, target: Target) -> Engine: ...
+
+    # -- Workload
+    @abstractmethod
+    def run_backend(self, target: Target, application_name: str, sessions: int) -> RunBackend: ...
+
+    @abstractmethod
+    def rows_per_mb(self, settings: Settings) -> int:
+        """SLOB rows in one MB of cf1 on this server (its page size and rows per page): what
+        HOTSPOT_MB and HOTSPOT_OFFSET_MB mean in keys (runner/loopconf.py)."""
+
+    @abstractmethod
+    def data_directory(self, settings: Settings) -> str | None:
+        """Where the server keeps its data files (its devices are the ones measured)."""
+
+    @abstractmethod
+    def pid_file(self, settings: Settings) -> str | None:
+        """The server's pid file, relative to its data directory (or absolute)."""
+
+    # -- WindowStatistics
+    @abstractmethod
+    def window(self) -> WindowStats: ...
+
+    @abstractmethod
+    def cache_bytes(self, settings: Settings) -> int:
+        """The database's own block cache."""
+
+    @abstractmethod
+    def table_bytes(self, settings: Settings, rows: int) -> int:
+        """Bytes of one schema's cf1 of `rows` rows on this server."""
+
+    def run_notes(self, settings: Settings) -> list[str]:
+        """Warnings about settings that leave figures unmeasured (e.g. timing off)."""
+        return []
+
+    # -- Terms
+    def run_description(self, settings: Settings) -> dict[str, Any]:
+        """run.json engine fields from its settings: page_size_bytes, variant (a label that
+        tells runs of different server builds apart in plots, e.g. a page size)."""
+        return {}
+
+    # -- Diagnostics
+    @abstractmethod
+    def diagnose(self, target: Target, config: Config, sessions: int) -> list[Finding]: ...
+
+    def error_hint(self, exc: BaseException) -> tuple[str, str | None] | None:
+        """(message, hint) for a driver error the user can act on (privilege, read-only,
+        ...); None for an error that is not its driver's."""
+        return None
+
+    # -- Advice: the data set's health
     def horizon_effect(self) -> str:
         return "old row versions could not be cleaned up"
 
@@ -512,7 +556,3 @@ class EnginePlugin(ABC):
     def window_warnings(self, entry: dict[str, Any], update_commits: float | None) -> list[str]:
         """Its own warnings about one instance of a run (run.json instances[] entry)."""
         return []
-
-    def error_hint(self, exc: BaseException) -> str | None:
-        """A hint for a driver error the user can act on (privilege, read-only, ...)."""
-        return None

@@ -10,20 +10,24 @@ from __future__ import annotations
 
 from difflib import get_close_matches
 
-from openslob.engines.api import EnginePlugin, Target
+from openslob.engines.api import EnginePlugin, Target, check_api
 from openslob.engines.mariadb.plugin import PLUGIN as MARIADB
 from openslob.engines.postgres.plugin import PLUGIN as POSTGRESQL
+from openslob.model import engine as engines
 from openslob.model.errors import ConfigError
 from openslob.model.metrics import METRICS
 from openslob.model.secrets import redact
 
 PLUGINS: tuple[EnginePlugin, ...] = (POSTGRESQL, MARIADB)  # the first is the default
+for _plugin in PLUGINS:  # one written for another engine API: refused, in one line
+    check_api(_plugin)
 BY_NAME = {plugin.name: plugin for plugin in PLUGINS}
 DEFAULT = PLUGINS[0]
 
 for _plugin in PLUGINS:  # the figures engines add to run.json metrics
     for _metric in _plugin.metrics:
         METRICS.add(_metric)
+    engines.announce(_plugin)  # an older run.json's words (results/rundir.py)
 
 
 def plugin(name: str | None) -> EnginePlugin:

@@ -21,9 +21,23 @@ class Config(Protocol):
     def p(self) -> _Counts: ...
 
 
+# Physical-I/O tests want the data set at least this many times the database's cache (the
+# run's warning and both doctors).
+CACHE_RATIO = 10
+
+
+def schema_name(index: int) -> str:
+    return f"user{index}"
+
+
+def schema_order(name: str) -> tuple[int, str]:
+    """Sort key of schema names in natural order: user2 before user10."""
+    return len(name), name
+
+
 def session_schemas(config: Config) -> list[str]:
     """Schema of each session: SLOB's round robin over user1..userN."""
-    return [f"user{(i % config.p.schemas) + 1}" for i in range(config.p.session_count)]
+    return [schema_name((i % config.p.schemas) + 1) for i in range(config.p.session_count)]
 
 
 def session_instances(sessions: int, instances: int) -> list[int]:

@@ -17,13 +17,13 @@ from typing import Any
 
 from openslob import __version__
 from openslob.config.resolve import Config
-from openslob.engines import registry
-from openslob.engines.common.tables import CACHE_RATIO, schema_order
 from openslob.host import snapshot as host_snapshot
 from openslob.model import clockoffset, combine, rate
 from openslob.model.clock import iso
+from openslob.model.engine import EngineView
 from openslob.model.histogram import Histogram
 from openslob.model.metrics import INTENDED, OP_KINDS, core_keys
+from openslob.model.plan import CACHE_RATIO, schema_order
 from openslob.model.rates import per_s
 from openslob.model.states import RunStatus
 from openslob.results import health as dataset_health
@@ -94,7 +94,7 @@ def build_metrics(
 ) -> dict[str, Any]:
     """The metrics of one instance of the run (all of it when there is one)."""
     inst, settings = record.instances[index], info.settings
-    plugin = registry.plugin(info.engine["name"])
+    plugin = info.engine_view
     window = plugin.window()
     seconds = _window_seconds(record) or 0.0
     ops = _ops(record.sessions_of(index))
@@ -162,7 +162,7 @@ def _warnings(
     warnings: list[str],
 ) -> None:
     """Warnings about the run's totals."""
-    plugins = [registry.plugin(i.engine["name"]) for i in instances]
+    plugins = [i.engine_view for i in instances]
     direct_io = plugins[0].capabilities.terms.get("direct_io", "the engine's direct I/O")
     db_reads, dev_reads = metrics.get("pio_reads_per_s"), metrics.get("device_reads_per_s")
     if warning := read_gap_warning(db_reads, dev_reads, direct_io):
@@ -316,6 +316,7 @@ class InstanceInfo:
     profile: str | None
     devices_local: bool  # its host's device counters were read (here or through the DB)
     host_key: str
+    engine_view: EngineView  # its engine's plug-in: figures, words and advice
 
 
 def _instance_entry(
@@ -324,8 +325,7 @@ def _instance_entry(
     inst = record.instances[index]
     before, after = inst.db_before or {}, inst.db_after or {}
     sessions = record.sessions_of(index)
-    plugin = registry.plugin(info.engine["name"])
-    window = plugin.window()
+    window = info.engine_view.window()
     details = window.details(before, after, info.settings)
     schemas = sorted({o.schema for o in sessions}, key=schema_order)
     used = [*schemas, "user1"] if config.p.hot_schema_frequency else schemas
@@ -359,7 +359,7 @@ def _instance_entry(
 def _run_engine_and_host(instances: list[InstanceInfo]) -> tuple[dict, dict]:
     """The top-level engine and host: the instance's own, or a summary of several."""
     first = instances[0]
-    plugin = registry.plugin(first.engine["name"])
+    plugin = first.engine_view
     engine = {
         **first.engine,
         "profile": first.profile,
@@ -429,9 +429,9 @@ def build_run_json(
     for inst in record.instances:
         if inst.clock is not None:
             warnings += clockoffset.warnings(inst.target, inst.clock, inst.clock_warmup)
-    for entry in entries:
+    for info, entry in zip(instances, entries, strict=True):
         of = f" ({entry['target']})" if len(entries) > 1 else ""
-        health = dataset_health.warnings(entry["engine"]["name"], entry, seconds or 0.0)
+        health = dataset_health.warnings(info.engine_view, entry, seconds or 0.0)
         warnings += [w + of for w in health]
     engine, host_info = _run_engine_and_host(instances)
     waits: Counter = Counter()

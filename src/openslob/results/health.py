@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from openslob.engines import registry
-from openslob.engines.api import EnginePlugin
-from openslob.engines.common.tables import schema_order
+from openslob.model.engine import Advice
+from openslob.model.plan import schema_order
 
 WORK_EXCESS_PCT = 15.0  # blocks per op above the prediction that deserve a warning
 MIN_OPS = 20  # fewer ops of a kind say little about its cost
@@ -74,7 +73,7 @@ def _holder_text(hold: dict[str, Any]) -> str:
     return who[0] + (f" ({', '.join(details)})" if details else "")
 
 
-def horizon_warnings(plugin: EnginePlugin, entry: dict[str, Any], updates: bool) -> list[str]:
+def horizon_warnings(plugin: Advice, entry: dict[str, Any], updates: bool) -> list[str]:
     """A held horizon while updates ran, naming the holder and what to do."""
     holds = [h for h in (entry.get("horizon") or {}).get("holds", []) if h["held_s"] >= 2.0]
     if not updates or not holds:
@@ -121,9 +120,9 @@ def work_warnings(entry: dict[str, Any], causes: list[str]) -> list[str]:
     return warnings
 
 
-def warnings(engine: str, entry: dict[str, Any], seconds: float) -> list[str]:
-    """Every warning about one instance's data set and work per op, causes first."""
-    plugin = registry.plugin(engine)
+def warnings(plugin: Advice, entry: dict[str, Any], seconds: float) -> list[str]:
+    """Every warning about one instance's data set and work per op, causes first (`plugin`:
+    the instance's engine, from the run)."""
     metrics = entry.get("metrics") or {}
     updates = metrics.get("updates_per_s")
     update_commits = None if updates is None else updates * seconds

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from openslob.engines import registry
+from openslob.model import engine as engines
 from openslob.model.errors import ConfigError, OpenslobError
 from openslob.results.shape import check_shape
 
@@ -199,9 +199,8 @@ def with_engine_words(run: dict[str, Any]) -> dict[str, Any]:
     engine = run.get("engine")
     if not isinstance(engine, dict) or "terms" in engine:
         return run
-    try:
-        plugin = registry.plugin(engine.get("name"))
-    except ConfigError:  # an engine this version does not know: default words
+    plugin = engines.known(engine.get("name"))
+    if plugin is None:  # an engine this version does not know: default words
         return run
     settings = engine.get("settings") or {}
     engine["terms"] = dict(plugin.capabilities.terms)

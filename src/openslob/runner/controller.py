@@ -448,6 +448,7 @@ class RunController:
                         loops=left,
                         seed=seeds.pop(session.id, None),
                         session_id=session.id,
+                        rows_per_mb=instance.rows_per_mb,
                     )
                     conf.update(carry.get(session.id, {}))
                     conf.update(instance.guard)

@@ -126,6 +126,7 @@ def _run_instance(
         host_via_database=via_database,
         guard=prepared.lock.guard,
         wait_sampling=plugin.capabilities.wait_sampling,
+        rows_per_mb=plugin.rows_per_mb(settings),
     )
     info = InstanceInfo(
         engine={**prepared.description, **plugin.run_description(settings)},
@@ -134,8 +135,28 @@ def _run_instance(
         profile=_profile(resolved),
         devices_local=bool(local_data_dir) or via_database,
         host_key=host_key,
+        engine_view=plugin,
     )
     return instance, info, notes
+
+
+def _check_hotspot(config: Config, instances: list[RunInstance]) -> None:
+    """ConfigError when the hot region, in the keys of an engine whose pages hold more rows
+    per MB than SLOB's 8 KiB blocks (config/resolve.py checks it in those), passes SCALE."""
+    if not config["DO_HOTSPOT"]:
+        return
+    end_mb = config["HOTSPOT_OFFSET_MB"] + config["HOTSPOT_MB"]
+    for instance in instances:
+        if end_mb * instance.rows_per_mb > config["SCALE"]:
+            for each in instances:
+                each.backend.shutdown()
+            raise ConfigError(
+                f"HOTSPOT_OFFSET_MB={config['HOTSPOT_OFFSET_MB']} + HOTSPOT_MB="
+                f"{config['HOTSPOT_MB']} ends at {end_mb} MB, beyond the table on "
+                f"{instance.record.target} (SCALE={config['SCALE']} rows = "
+                f"{config['SCALE'] / instance.rows_per_mb:,.1f} MB at its "
+                f"{instance.rows_per_mb} rows per MB)"
+            )
 
 
 def execute(
@@ -161,6 +182,7 @@ def execute(
     sessions = len(session_schemas(config))
     application_name = f"openslob-run {run_dir.name}"
     parts = [_run_instance(p, application_name, sessions) for p in prepared.instances]
+    _check_hotspot(config, [instance for instance, _, _ in parts])
     script_env = {"SLOB_RUN_DIR": str(run_dir), "SLOB_SESSIONS": str(sessions)}
     infos = [info for _, info, _ in parts]
     files = [

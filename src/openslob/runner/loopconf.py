@@ -31,10 +31,10 @@ def loop_conf(
     loops: int,
     seed: float | None,
     session_id: int = 0,
+    rows_per_mb: int = (1 << 20) // 8192,  # EnginePlugin.rows_per_mb of the instance
 ) -> dict[str, Any]:
     scale, work_unit = config["SCALE"], config["WORK_UNIT"]
     sessions = len(session_schemas(config))
-    rows_per_mb = (1 << 20) // 8192
     first = config["HOTSPOT_OFFSET_MB"] * rows_per_mb + work_unit
     last = min(first + config["HOTSPOT_MB"] * rows_per_mb - 1, scale)
     conf = {

@@ -15,9 +15,8 @@ from typing import Any
 from openslob.config.resolve import Config
 from openslob.engines import registry
 from openslob.engines.api import DatasetLock, Engine, ProgressCallback, SetupResult, Target
-from openslob.engines.common.tables import schema_order
 from openslob.model.errors import BusyError, ConfigError, SetupError
-from openslob.model.plan import instance_schemas, session_schemas
+from openslob.model.plan import instance_schemas, schema_order, session_schemas
 from openslob.runner.targets import resolve_targets
 
 # Connections besides the work sessions: snapshots, sampler, waits, setup checks, slack.

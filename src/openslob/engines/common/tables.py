@@ -13,19 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from openslob.config.resolve import Config
-
-# Physical-I/O tests want the data set at least this many times the database's cache (the
-# run's warning and both doctors).
-CACHE_RATIO = 10
-
-
-def schema_name(index: int) -> str:
-    return f"user{index}"
-
-
-def schema_order(name: str) -> tuple[int, str]:
-    """Sort key of schema names in natural order: user2 before user10."""
-    return len(name), name
+from openslob.model.plan import schema_name
 
 
 def correlation_limit(rows: int) -> float:

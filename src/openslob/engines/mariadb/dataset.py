@@ -29,11 +29,11 @@ import pymysql
 from openslob.engines.api import ProgressCallback, SetupResult, TableLoad
 from openslob.engines.common import tables
 from openslob.engines.common.load import drain
-from openslob.engines.common.tables import schema_order
 from openslob.engines.mariadb.connection import connect, ident, page_size
 from openslob.engines.mariadb.datafiles import flush_tables
 from openslob.engines.mariadb.layout import PAD_COLUMNS, RowLayout, layout_for
 from openslob.model.errors import SetupError
+from openslob.model.plan import schema_order
 
 # Bump when the table layout changes: setup then rebuilds data made by older versions.
 LAYOUT_VERSION = 1

@@ -11,11 +11,11 @@ import pymysql
 from openslob.config.resolve import Config
 from openslob.engines.api import Finding
 from openslob.engines.common import doctor
-from openslob.engines.common.tables import CACHE_RATIO
 from openslob.engines.mariadb.connection import check_version, connect, global_variables
 from openslob.engines.mariadb.layout import layout_for
 from openslob.engines.mariadb.stats import DATA_FILE
 from openslob.model.errors import OpenslobError, SetupError
+from openslob.model.plan import CACHE_RATIO
 
 # What setup and the run do: databases, tables, the loop procedures, and the metadata table.
 SETUP_PRIVILEGES = ("CREATE", "DROP", "INDEX", "ALTER", "CREATE ROUTINE", "ALTER ROUTINE")

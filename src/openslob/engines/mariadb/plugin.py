@@ -125,6 +125,7 @@ class MariaDBWindow(WindowStats):
 
 
 class MariaDBPlugin(EnginePlugin):
+    api_version = 2  # the engines/api.py ENGINE_API_VERSION this plug-in is written for
     name = "mariadb"
     title = "MariaDB"
     private_target = "embedded-mariadb"
@@ -190,6 +191,12 @@ class MariaDBPlugin(EnginePlugin):
     def table_bytes(self, settings: dict[str, str], rows: int) -> int:
         size = _page_size(settings)
         return layout_for(size).table_bytes(rows) if size else 0
+
+    def rows_per_mb(self, settings: dict[str, str]) -> int:
+        size = _page_size(settings)
+        if not size:  # a server that did not say: SLOB's one row per 8 KiB block
+            return (1 << 20) // 8192
+        return layout_for(size).rows_per_page * (1 << 20) // size
 
     def data_directory(self, settings: dict[str, str]) -> str | None:
         return settings.get("datadir")

@@ -35,7 +35,6 @@ from psycopg import sql
 from openslob.engines.api import ProgressCallback, SetupResult, TableLoad
 from openslob.engines.common import tables
 from openslob.engines.common.load import drain
-from openslob.engines.common.tables import schema_order
 from openslob.engines.postgres import layout
 from openslob.engines.postgres.layout import (
     FILLFACTOR,
@@ -45,6 +44,7 @@ from openslob.engines.postgres.layout import (
 )
 from openslob.engines.postgres.rowbytes import first_version_expressions, random_bytes
 from openslob.model.errors import SetupError
+from openslob.model.plan import schema_order
 
 BLOCK_SIZE = 8192
 # Bump when the table layout changes: setup then rebuilds data made by older versions.

@@ -15,10 +15,9 @@ from openslob.config.option import BLOCK_SIZE
 from openslob.config.resolve import Config
 from openslob.engines.api import Finding
 from openslob.engines.common import doctor
-from openslob.engines.common.tables import CACHE_RATIO
 from openslob.engines.postgres import layout
 from openslob.model.errors import OpenslobError
-from openslob.model.plan import session_schemas
+from openslob.model.plan import CACHE_RATIO, session_schemas
 
 MIN_VERSION = 130000
 

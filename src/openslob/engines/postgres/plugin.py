@@ -120,6 +120,7 @@ class PostgresWindow(WindowStats):
 
 
 class PostgresPlugin(EnginePlugin):
+    api_version = 2  # the engines/api.py ENGINE_API_VERSION this plug-in is written for
     name = "postgresql"
     title = "PostgreSQL"
     private_target = "embedded"
@@ -199,6 +200,9 @@ class PostgresPlugin(EnginePlugin):
 
     def table_bytes(self, settings: dict[str, str], rows: int) -> int:
         return rows * BLOCK_SIZE  # one row per page
+
+    def rows_per_mb(self, settings: dict[str, str]) -> int:
+        return (1 << 20) // BLOCK_SIZE  # one row per page, as table_bytes
 
     def data_directory(self, settings: dict[str, str]) -> str | None:
         return settings.get("data_directory")

@@ -27,6 +27,7 @@ import psycopg
 from psycopg import pq
 from psycopg.conninfo import make_conninfo
 
+from openslob.engines.api import WaitSamples
 from openslob.engines.postgres import horizon, stats
 from openslob.engines.postgres.workload import (
     ASH_NOTICE,
@@ -44,13 +45,6 @@ OTHER_DATABASES = ("postgres", "template1")
 # buffer far larger than this (ENOMEM), and 1 MiB holds any diskstats or mountinfo here.
 PROC_READ_BYTES = 1 << 20
 FORCE_FLUSH_VERSION = 150000  # pg_stat_force_next_flush()
-
-
-@dataclass
-class WaitSamples:
-    samples: int
-    waits: dict[str, int]
-    commits: int  # the sampler's own transactions, all inside the window
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""A documented skeleton engine plug-in (not registered): see plugin.py."""
