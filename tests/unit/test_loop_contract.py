@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from openslob.config.resolve import resolve
 from openslob.engines.common.loopsql import NEXT_KEYS, result_pairs
 from openslob.engines.mariadb import workload as mariadb_loop
 from openslob.engines.postgres import workload as postgres_loop
@@ -28,6 +29,7 @@ from openslob.model.loop import (
     SqlType,
 )
 from openslob.runner.intervals import merge_results
+from openslob.runner.loopconf import loop_conf
 
 # How each engine spells the declared SQL types in its prologue.
 PG_TYPES = {"float8": SqlType.FLOAT, "bigint": SqlType.BIGINT, "boolean": SqlType.BOOLEAN}
@@ -159,3 +161,17 @@ def test_merge_follows_the_declared_kinds() -> None:
                 assert key not in merged
             else:
                 assert merged[key] == expected[how], key
+
+
+def test_loop_conf_of_a_config_is_the_declared_conf(tmp_path) -> None:
+    """runner/loopconf.py: the JSON of the defaults holds every declared conf key, in order,
+    with the config's values; a seed only when there is one."""
+    config = resolve({"RATE": "100"}, None, cwd=tmp_path)
+    kwargs = {"record": True, "start_epoch": 10.0, "until_epoch": 11.0, "loops": 0}
+    conf = loop_conf(config, **kwargs, seed=None)
+    declared = [p.key for p in LOOP_PARAMS if p.source is Source.CONF]
+    assert list(conf) == [k for k in declared if k != LOOP_PARAMS.seed.key]
+    assert conf[LOOP_PARAMS.update_pct.key] == config["UPDATE_PCT"]
+    assert conf[LOOP_PARAMS.rate.key] == 100 / config["SCHEMAS"]
+    assert conf[LOOP_PARAMS.until_epoch.key] == 11.0
+    assert list(loop_conf(config, **kwargs, seed=0.5)) == declared
