@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from openslob.model.histogram import Histogram
+from openslob.model.loop import LOOP_RESULT as R
 from openslob.model.metrics import OP_KINDS
 
 LATE_1MS_US = 1_000
@@ -50,7 +51,7 @@ RULE = (
     f"their mean lag exceeded {LAG_MAX_SERVICE:g}x their mean service time (and 1 ms)"
 )
 # Result keys of the loops (every engine's) that only a paced run fills.
-LAG_KEYS = ("late_1ms", "late_10ms", "max_lag_us")
+LAG_KEYS = tuple(f.key for f in (R.late_1ms, R.late_10ms, R.max_lag_us))
 
 
 def session_rate(rate: float, sessions: int) -> float:
@@ -85,8 +86,8 @@ def mean_lag(results: Iterable[Mapping[str, Any]]) -> tuple[float | None, float 
     service, intended = Histogram(), Histogram()
     for result in results:
         for kind in OP_KINDS:
-            service.merge(Histogram.from_json(result.get(f"hist_{kind}")))
-            intended.merge(Histogram.from_json(result.get(f"hist_{kind}_intended")))
+            service.merge(Histogram.from_json(result.get(R.hist(kind).key)))
+            intended.merge(Histogram.from_json(result.get(R.hist(kind, intended=True).key)))
     if not service.count or service.count != intended.count:
         return None, None
     service_us, intended_us = service.mean_us(), intended.mean_us()
@@ -108,14 +109,14 @@ def window_figures(
     if not rate:
         return dict.fromkeys(keys)
     done = [r for r in results if r]
-    started = sum(int(r.get("ops") or 0) for r in done)
-    backlog = sum(float(r.get("behind_s") or 0.0) for r in done) * per_session_rate
-    lags = [r.get("max_lag_us") for r in done if r.get("max_lag_us") is not None]
+    started = sum(int(r.get(R.ops.key) or 0) for r in done)
+    backlog = sum(float(r.get(R.behind_s.key) or 0.0) for r in done) * per_session_rate
+    lags = [r.get(R.max_lag_us.key) for r in done if r.get(R.max_lag_us.key) is not None]
     return {
         "offered_rate": rate * share,
         "achieved_rate": started / seconds if seconds else None,
-        "late_ops_1ms": sum(int(r.get("late_1ms") or 0) for r in done),
-        "late_ops_10ms": sum(int(r.get("late_10ms") or 0) for r in done),
+        "late_ops_1ms": sum(int(r.get(R.late_1ms.key) or 0) for r in done),
+        "late_ops_10ms": sum(int(r.get(R.late_10ms.key) or 0) for r in done),
         "max_lag_us": max(lags) if lags else None,
         "backlog_ops": round(backlog, 1),
         "saturated": saturated(started, backlog, *mean_lag(done)) if done else None,

@@ -13,6 +13,7 @@ import textwrap
 from typing import Any
 
 from openslob.analysis.figures import value as figure_value
+from openslob.model.loop import LOOP_RESULT
 from openslob.model.metrics import DEFAULT_TERMS, label
 from openslob.report.blocks import NA, WIDTH, fmt, fmt_us, latency_table, per_op, section, table
 from openslob.report.clocktext import clock_lines
@@ -485,9 +486,9 @@ def _sessions(run: dict[str, Any]) -> list[str]:
                 s["id"],
                 s["schema"] + (f"@{s.get('instance', 0) + 1}" if multi else ""),
                 s.get("pid") or NA,
-                fmt(s.get("ops_select")),
-                fmt(s.get("ops_update")),
-                fmt(s.get("ops_scan")),
+                fmt(s.get(LOOP_RESULT.ops_select.key)),  # the loop's own names
+                fmt(s.get(LOOP_RESULT.ops_update.key)),
+                fmt(s.get(LOOP_RESULT.ops_scan.key)),
                 fmt(s.get("ops_per_s")),
                 fmt_us(s.get("mean_us")),
                 fmt_us(s.get("p99_us")),

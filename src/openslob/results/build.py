@@ -22,6 +22,7 @@ from openslob.model import clockoffset, combine, rate
 from openslob.model.clock import iso
 from openslob.model.engine import EngineView
 from openslob.model.histogram import Histogram
+from openslob.model.loop import LOOP_RESULT
 from openslob.model.metrics import INTENDED, OP_KINDS, core_keys
 from openslob.model.plan import CACHE_RATIO, schema_order
 from openslob.model.rates import per_s
@@ -52,7 +53,7 @@ def _latency(sessions: list[SessionOutcome], suffix: str = "") -> dict[str, Any]
     for outcome in sessions:
         if outcome.window:
             for kind in OP_KINDS:
-                part = outcome.window.get(f"hist_{kind}{suffix}")
+                part = outcome.window.get(LOOP_RESULT.hist(kind, intended=bool(suffix)).key)
                 merged[kind].merge(Histogram.from_json(part))
     return {kind: (hist.summary() if hist.count else None) for kind, hist in merged.items()}
 
@@ -232,26 +233,26 @@ def _sessions(record: RunRecord, seconds: float | None) -> list[dict[str, Any]]:
         w = o.window or {}
         hist = Histogram()
         for kind in OP_KINDS:
-            hist.merge(Histogram.from_json(w.get(f"hist_{kind}")))
-        ops = w.get("ops")
+            hist.merge(Histogram.from_json(w.get(LOOP_RESULT.hist(kind).key)))
+        ops = w.get(LOOP_RESULT.ops.key)
         out.append(
             {
                 "id": o.id,
                 "schema": o.schema,
                 "instance": o.instance,
                 "pid": o.pid,
-                "ops_select": w.get("ops_select"),
-                "ops_update": w.get("ops_update"),
-                "ops_scan": w.get("ops_scan"),
+                LOOP_RESULT.ops_select.key: w.get(LOOP_RESULT.ops_select.key),
+                LOOP_RESULT.ops_update.key: w.get(LOOP_RESULT.ops_update.key),
+                LOOP_RESULT.ops_scan.key: w.get(LOOP_RESULT.ops_scan.key),
                 "ops_per_s": None if ops is None or not seconds else round(ops / seconds, 2),
-                "rows_selected": w.get("rows_selected"),
-                "rows_updated": w.get("rows_updated"),
-                "ops_hot_schema": w.get("ops_hot_schema"),
-                "ops_hotspot": w.get("ops_hotspot"),
-                "think_seconds": w.get("think_seconds"),
+                LOOP_RESULT.rows_selected.key: w.get(LOOP_RESULT.rows_selected.key),
+                LOOP_RESULT.rows_updated.key: w.get(LOOP_RESULT.rows_updated.key),
+                LOOP_RESULT.ops_hot_schema.key: w.get(LOOP_RESULT.ops_hot_schema.key),
+                LOOP_RESULT.ops_hotspot.key: w.get(LOOP_RESULT.ops_hotspot.key),
+                LOOP_RESULT.think_seconds.key: w.get(LOOP_RESULT.think_seconds.key),
                 "mean_us": None if not hist.count else round(hist.mean_us() or 0, 1),
                 "p99_us": None if not hist.count else hist.percentile_us(99),
-                "warmup_ops": (o.warmup or {}).get("ops"),
+                "warmup_ops": (o.warmup or {}).get(LOOP_RESULT.ops.key),
                 "start_lag_ms": _ms(_start_lag_s(record, o)),
                 "calls": o.calls,
                 "call_gap_mean_ms": round(o.call_gap_sum_s / (o.calls - 1) * 1000, 3)
@@ -267,7 +268,7 @@ def _sessions(record: RunRecord, seconds: float | None) -> list[dict[str, Any]]:
 def _start_lag_s(record: RunRecord, outcome: SessionOutcome) -> float | None:
     """When the session's first window op started after the window's barrier (the loop's
     began epoch, in the client's clock: runner/clocks.py)."""
-    began = (outcome.window or {}).get("began_epoch")
+    began = (outcome.window or {}).get(LOOP_RESULT.began_epoch.key)
     if began is None or record.window_start is None:
         return None
     return float(began) - record.window_start

@@ -9,6 +9,7 @@ from typing import Any
 from openslob.host.snapshot import HostSnapshot
 from openslob.model.clockoffset import ClockReading
 from openslob.model.horizon import HorizonWatch
+from openslob.model.loop import LOOP_RESULT
 from openslob.model.states import RunStatus
 
 
@@ -29,7 +30,7 @@ class SessionOutcome:
 
     def add_call(self, result: dict[str, Any], previous_end: float | None) -> None:
         self.calls += 1
-        began = result.get("began_epoch")
+        began = result.get(LOOP_RESULT.began_epoch.key)
         if previous_end is not None and began is not None:
             gap = max(float(began) - previous_end, 0.0)
             self.call_gap_sum_s += gap

@@ -19,11 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 from openslob.model.clockoffset import ClockReading
+from openslob.model.loop import LOOP_PARAMS, LOOP_RESULT
 
 ROUND_TRIPS = 16  # at ~0.3 ms each on loopback: a few ms per instance, before each barrier
 # Epochs a loop's conf carries (client -> server clock) and its result returns (-> client).
-CONF_EPOCHS = ("start_epoch", "until_epoch")
-RESULT_EPOCHS = ("began_epoch", "ended_epoch")
+CONF_EPOCHS = (LOOP_PARAMS.start_epoch.key, LOOP_PARAMS.until_epoch.key)
+RESULT_EPOCHS = (LOOP_RESULT.began_epoch.key, LOOP_RESULT.ended_epoch.key)
 
 
 def measure(read_clock: Callable[[], float], round_trips: int = ROUND_TRIPS) -> ClockReading:

@@ -32,6 +32,7 @@ from typing import Any
 from openslob.config.resolve import Config
 from openslob.engines.api import Monitor
 from openslob.host import snapshot as host_snapshot
+from openslob.model.loop import LOOP_PARAMS, LOOP_RESULT
 from openslob.model.plan import session_instances, session_schemas, session_seed
 from openslob.model.rate import littles_law_warning
 from openslob.results.record import RunRecord, SessionOutcome
@@ -323,7 +324,7 @@ class RunController:
             await asyncio.to_thread(sampler.finish, 2.0)
             if sampler.error:
                 record.notes.append(sampler.error + self._of(self.instances[waits.index(sampler)]))
-        ends = [o.window["ended_epoch"] for o in record.sessions if o.window]
+        ends = [o.window[LOOP_RESULT.ended_epoch.key] for o in record.sessions if o.window]
         record.last_op_end = max(ends) if ends else None
         record.planned_end = planned_end
         await self._db_snapshots("db_after")
@@ -341,8 +342,8 @@ class RunController:
         warning, service_us = littles_law_warning(
             float(self.config["RATE"]),
             len(self.record.sessions),
-            sum(float(w.get("busy_us") or 0) for w in warmups),
-            sum(int(w.get("ops") or 0) for w in warmups),
+            sum(float(w.get(LOOP_RESULT.busy_us.key) or 0) for w in warmups),
+            sum(int(w.get(LOOP_RESULT.ops.key) or 0) for w in warmups),
         )
         self.record.warmup_service_us = service_us
         if warning:
@@ -425,7 +426,7 @@ class RunController:
         )
         last = None if schedule.end is None else schedule.last_index()
         for state in carry.values():  # a RATE schedule starts again at each phase's barrier
-            state.pop("next_start", None)
+            state.pop(LOOP_PARAMS.next_start.key, None)
 
         async def one(session: Session) -> None:
             outcome = self.record.sessions[session.id]
@@ -455,16 +456,18 @@ class RunController:
                     offset = self._offsets_s[outcome.instance]
                     conf = clocks.to_server(conf, offset)
                     result = clocks.to_client(await backend.call(session, conf), offset)
-                    carry[session.id] = result.get("next") or {}
+                    carry[session.id] = result.get(LOOP_RESULT.next.key) or {}
                     book.returned(session.id, outcome.instance, index, result)
                     setattr(outcome, name, merge_results(getattr(outcome, name), result))
                     if name == "window":  # the loop's own transactions (released snapshots)
-                        instance.record.own_commits += int(result.get("own_commits") or 0)
+                        instance.record.own_commits += int(
+                            result.get(LOOP_RESULT.own_commits.key) or 0
+                        )
                         outcome.add_call(result, previous_end)
-                        previous_end = result.get("ended_epoch")
+                        previous_end = result.get(LOOP_RESULT.ended_epoch.key)
                     book.close_ready()
                     if loops:
-                        left -= int(result.get("ops") or 0)
+                        left -= int(result.get(LOOP_RESULT.ops.key) or 0)
                         if left <= 0:
                             break
                     elif index >= (last or 0):

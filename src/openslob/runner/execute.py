@@ -143,18 +143,18 @@ def _run_instance(
 def _check_hotspot(config: Config, instances: list[RunInstance]) -> None:
     """ConfigError when the hot region, in the keys of an engine whose pages hold more rows
     per MB than SLOB's 8 KiB blocks (config/resolve.py checks it in those), passes SCALE."""
-    if not config["DO_HOTSPOT"]:
+    if not config.p.do_hotspot:
         return
-    end_mb = config["HOTSPOT_OFFSET_MB"] + config["HOTSPOT_MB"]
+    end_mb = config.p.hotspot_offset_mb + config.p.hotspot_mb
     for instance in instances:
-        if end_mb * instance.rows_per_mb > config["SCALE"]:
+        if end_mb * instance.rows_per_mb > config.p.scale:
             for each in instances:
                 each.backend.shutdown()
             raise ConfigError(
-                f"HOTSPOT_OFFSET_MB={config['HOTSPOT_OFFSET_MB']} + HOTSPOT_MB="
-                f"{config['HOTSPOT_MB']} ends at {end_mb} MB, beyond the table on "
-                f"{instance.record.target} (SCALE={config['SCALE']} rows = "
-                f"{config['SCALE'] / instance.rows_per_mb:,.1f} MB at its "
+                f"HOTSPOT_OFFSET_MB={config.p.hotspot_offset_mb} + HOTSPOT_MB="
+                f"{config.p.hotspot_mb} ends at {end_mb} MB, beyond the table on "
+                f"{instance.record.target} (SCALE={config.p.scale} rows = "
+                f"{config.p.scale / instance.rows_per_mb:,.1f} MB at its "
                 f"{instance.rows_per_mb} rows per MB)"
             )
 

@@ -17,8 +17,9 @@ interval goes to the sampler (runner/sampler.py), which reads the counters at th
 PostgreSQL publishes a CALL's I/O when it ends, so the database counters then hold exactly
 the closed intervals' work, as long as no single op outlasts an interval.
 
-Loop results (the `result` jsonb / JSON of every engine's loop) add up: counts sum,
-histograms sum per bucket, the first CALL's start and the last CALL's end are kept.
+Loop results (the `result` jsonb / JSON of every engine's loop) merge as model/loop.py
+declares per key: counts sum, histograms sum per bucket, the first CALL's start and the last
+CALL's end are kept, the largest lag is the largest, `next` is the CALL's own.
 """
 
 from __future__ import annotations
@@ -28,30 +29,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-HIST_KEYS = ("hist_select", "hist_update", "hist_scan")
-# RATE runs: the same ops timed from their intended starts (null in closed-loop runs)
-HIST_KEYS += tuple(f"{key}_intended" for key in HIST_KEYS)
-# Summed over CALLs; `next` and `pid` are per CALL, the epochs are the span's ends; how far
-# a session is behind its schedule is the last CALL's; the largest lag is the largest.
-_FIRST, _LAST, _MAX = ("began_epoch",), ("ended_epoch", "pid", "behind_s"), ("max_lag_us",)
+from openslob.model.loop import LOOP_RESULT, MERGE_BY_KEY, Merge
 
 
 def merge_results(total: dict[str, Any] | None, part: dict[str, Any]) -> dict[str, Any]:
-    """Two loop results as one (a new dict: readers in other threads see whole values)."""
+    """Two loop results as one (a new dict: readers in other threads see whole values); each
+    key merges as model/loop.py declares it (an undeclared number adds up)."""
     if total is None:
-        return {k: v for k, v in part.items() if k != "next"}
+        return {k: v for k, v in part.items() if MERGE_BY_KEY.get(k) is not Merge.PER_CALL}
     merged = dict(total)
     for key, value in part.items():
-        if key == "next":
+        how = MERGE_BY_KEY.get(key, Merge.SUM)
+        if how is Merge.PER_CALL:
             continue
-        if key in _FIRST:
+        if how is Merge.FIRST:
             merged.setdefault(key, value)
-        elif key in _LAST or merged.get(key) is None:
+        elif how is Merge.LAST or merged.get(key) is None:
             merged[key] = value
-        elif key in _MAX:
+        elif how is Merge.MAX:
             if value is not None:
                 merged[key] = max(merged[key], value)
-        elif key in HIST_KEYS:
+        elif how is Merge.HISTOGRAM:
             hist = dict(merged[key])
             for idx, count in (value or {}).items():
                 hist[idx] = hist.get(idx, 0) + count
@@ -102,7 +100,7 @@ class Interval:
         self.results[instance] = merge_results(self.results.get(instance), result)
         if session is not None:
             self.by_session[session] = merge_results(self.by_session.get(session), result)
-        commits = int(result.get("own_commits") or 0)
+        commits = int(result.get(LOOP_RESULT.own_commits.key) or 0)
         self.own_commits[instance] = self.own_commits.get(instance, 0) + commits
 
     def total(self) -> dict[str, Any] | None:

@@ -1,5 +1,5 @@
-"""The work loop's conf for one phase (the JSON every engine's loop reads), and SLOB's
-EXTERNAL_SCRIPT hook."""
+"""The work loop's conf for one phase (a LoopParams record, model/loop.py, and the JSON every
+engine's loop reads), and SLOB's EXTERNAL_SCRIPT hook."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import subprocess
 from typing import Any
 
 from openslob.config.resolve import Config
+from openslob.model.loop import LoopParams
 from openslob.model.plan import session_schemas
 from openslob.model.rate import session_rate, uniform_offset
 
@@ -22,6 +23,51 @@ SNAPSHOT_RELEASE_S = 0.010
 SCHEDULE_NAP_S = 0.050
 
 
+def loop_params(
+    config: Config,
+    *,
+    record: bool,
+    start_epoch: float,
+    until_epoch: float | None,
+    loops: int,
+    seed: float | None,
+    session_id: int = 0,
+    rows_per_mb: int = (1 << 20) // 8192,
+) -> LoopParams:
+    """The loop's parameters for one phase (the config's reads of the loop, all here).
+    `rows_per_mb`: the instance's EnginePlugin.rows_per_mb (the hotspot's keys)."""
+    p = config.p
+    scale, work_unit = p.scale, p.work_unit
+    sessions = len(session_schemas(config))
+    first = p.hotspot_offset_mb * rows_per_mb + work_unit
+    last = min(first + p.hotspot_mb * rows_per_mb - 1, scale)
+    return LoopParams(
+        update_pct=p.update_pct,
+        scan_pct=p.scan_pct,
+        work_unit=work_unit,
+        scale=scale,
+        heavy=p.redo_stress == "HEAVY",
+        loops=loops,
+        until_epoch=until_epoch,
+        start_epoch=start_epoch,
+        record=record,
+        hot_schema_frequency=p.hot_schema_frequency,
+        hotspot_frequency=p.hotspot_frequency if p.do_hotspot else 0,
+        hotspot_first_key=first,
+        hotspot_last_key=max(first, last),
+        think_frequency=p.think_tm_frequency,
+        think_min=p.think_tm_min,
+        think_max=p.think_tm_max,
+        release_s=SNAPSHOT_RELEASE_S,
+        # RATE: this session's share, its arrivals, where a UNIFORM schedule starts
+        rate=session_rate(p.rate, sessions),
+        rate_dist=p.rate_dist,
+        rate_offset=uniform_offset(p.rate, sessions, session_id),
+        nap_s=SCHEDULE_NAP_S,
+        seed=seed,
+    )
+
+
 def loop_conf(
     config: Config,
     *,
@@ -33,37 +79,17 @@ def loop_conf(
     session_id: int = 0,
     rows_per_mb: int = (1 << 20) // 8192,  # EnginePlugin.rows_per_mb of the instance
 ) -> dict[str, Any]:
-    scale, work_unit = config["SCALE"], config["WORK_UNIT"]
-    sessions = len(session_schemas(config))
-    first = config["HOTSPOT_OFFSET_MB"] * rows_per_mb + work_unit
-    last = min(first + config["HOTSPOT_MB"] * rows_per_mb - 1, scale)
-    conf = {
-        "update_pct": config["UPDATE_PCT"],
-        "scan_pct": config["SCAN_PCT"],
-        "work_unit": work_unit,
-        "scale": scale,
-        "heavy": config["REDO_STRESS"] == "HEAVY",
-        "loops": loops,
-        "until_epoch": until_epoch,
-        "start_epoch": start_epoch,
-        "record": record,
-        "hot_schema_frequency": config["HOT_SCHEMA_FREQUENCY"],
-        "hotspot_frequency": config["HOTSPOT_FREQUENCY"] if config["DO_HOTSPOT"] else 0,
-        "hotspot_first_key": first,
-        "hotspot_last_key": max(first, last),
-        "think_frequency": config["THINK_TM_FREQUENCY"],
-        "think_min": config["THINK_TM_MIN"],
-        "think_max": config["THINK_TM_MAX"],
-        "release_s": SNAPSHOT_RELEASE_S,
-        # RATE: this session's share, its arrivals, where a UNIFORM schedule starts
-        "rate": session_rate(config["RATE"], sessions),
-        "rate_dist": config["RATE_DIST"],
-        "rate_offset": uniform_offset(config["RATE"], sessions, session_id),
-        "nap_s": SCHEDULE_NAP_S,
-    }
-    if seed is not None:
-        conf["seed"] = seed
-    return conf
+    """The conf JSON of loop_params (model/loop.py declares its keys)."""
+    return loop_params(
+        config,
+        record=record,
+        start_epoch=start_epoch,
+        until_epoch=until_epoch,
+        loops=loops,
+        seed=seed,
+        session_id=session_id,
+        rows_per_mb=rows_per_mb,
+    ).to_json()
 
 
 def external_script(script: str, phase: str, env: dict[str, str]) -> str | None:

@@ -25,6 +25,7 @@ from openslob.host import snapshot as host_snapshot
 from openslob.model import combine
 from openslob.model.clock import iso
 from openslob.model.histogram import Histogram
+from openslob.model.loop import LOOP_RESULT
 from openslob.model.metrics import INTENDED, LATENCY_STATS, METRICS, OP_KINDS
 from openslob.model.perinstance import INSTANCE_KEYS, instance_column
 from openslob.model.rates import per_s
@@ -62,17 +63,18 @@ def latency_figures(interval: Interval) -> tuple[dict[str, Any], dict[str, Histo
     row: dict[str, Any] = {}
     hists = {}
     for kind in OP_KINDS:
-        hist = Histogram.from_json(total.get(f"hist_{kind}"))
+        hist = Histogram.from_json(total.get(LOOP_RESULT.hist(kind).key))
         hists[kind] = hist
-        row[f"{kind}_count"] = int(total.get(f"ops_{kind}") or 0)
+        row[f"{kind}_count"] = int(total.get(LOOP_RESULT.ops_of(kind).key) or 0)
         row.update(latency_stats(kind, hist))
-        if total.get(f"hist_{kind}{INTENDED}") is not None:  # a paced loop's
-            hists[kind + INTENDED] = intended = Histogram.from_json(total[f"hist_{kind}{INTENDED}"])
+        intended_json = total.get(LOOP_RESULT.hist(kind, intended=True).key)
+        if intended_json is not None:  # a paced loop's
+            hists[kind + INTENDED] = intended = Histogram.from_json(intended_json)
             row.update(latency_stats(kind, intended, INTENDED))
     row.update(
-        late_ops_1ms=total.get("late_1ms"),
-        late_ops_10ms=total.get("late_10ms"),
-        max_lag_us=total.get("max_lag_us"),
+        late_ops_1ms=total.get(LOOP_RESULT.late_1ms.key),
+        late_ops_10ms=total.get(LOOP_RESULT.late_10ms.key),
+        max_lag_us=total.get(LOOP_RESULT.max_lag_us.key),
     )
     return row, hists
 
@@ -88,8 +90,8 @@ def loop_figures(interval: Interval, seconds: float) -> dict[str, Any]:
     """SLOBops/s, and per kind where the loop counted kinds (the window; the warm-up counts
     its ops only)."""
     total = interval.total() or {}  # {}: no op started in the interval (a stall)
-    ops = float(total.get("ops") or 0)
-    kinds = {kind: total.get(f"ops_{kind}") for kind in OP_KINDS}
+    ops = float(total.get(LOOP_RESULT.ops.key) or 0)
+    kinds = {kind: total.get(LOOP_RESULT.ops_of(kind).key) for kind in OP_KINDS}
     counted = all(v is not None for v in kinds.values()) and sum(kinds.values()) == ops
     return {
         "slobops_per_s": per_s(ops, seconds),
@@ -108,10 +110,10 @@ def instance_figures(
         result = interval.results.get(k) or {}
         hist = Histogram()
         for kind in OP_KINDS:
-            hist.merge(Histogram.from_json(result.get(f"hist_{kind}")))
+            hist.merge(Histogram.from_json(result.get(LOOP_RESULT.hist(kind).key)))
         figures = {
             **part,
-            "slobops_per_s": per_s(float(result.get("ops") or 0), seconds),
+            "slobops_per_s": per_s(float(result.get(LOOP_RESULT.ops.key) or 0), seconds),
             "op_p99_us": hist.percentile_us(99) if hist.count else None,
         }
         out.update({instance_column(key, k + 1): figures.get(key) for key in INSTANCE_KEYS})

@@ -63,13 +63,8 @@ class SlobEngine(Engine):
         """Load what is missing or stale; leave valid tables as they are."""
         self.check_server()
         specs = self.specs(config)
-<<<<<<< HEAD
         result = self._loader.load(specs, config.p.load_parallel_degree, progress)
-        wanted = sorted({spec.schema for spec in specs}, key=tables.schema_order)
-=======
-        result = self._loader.load(specs, config["LOAD_PARALLEL_DEGREE"], progress)
         wanted = sorted({spec.schema for spec in specs}, key=schema_order)
->>>>>>> i25-engine
         self.install_after_load(wanted)
         extra = [s for s in self._loader.existing_schemas() if s not in wanted]
         if extra:

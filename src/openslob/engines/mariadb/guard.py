@@ -17,6 +17,7 @@ import pymysql
 
 from openslob.engines.mariadb.connection import connect, describe_target
 from openslob.model.errors import BusyError, SetupError
+from openslob.model.loop import LOOP_PARAMS
 
 LOCK_NAME = "openslob-dataset"
 LOCK_APP = "openslob-lock"
@@ -52,7 +53,10 @@ class DatasetLock:
                 f"{holder} is using the SLOB data set on {describe_target(self.connect_kwargs)}:"
                 " wait for it to end (one run, setup or destroy at a time)"
             )
-        self.guard = {"guard_lock": LOCK_NAME, "guard_id": self.conn.thread_id()}
+        self.guard = {
+            LOOP_PARAMS.guard_lock.key: LOCK_NAME,
+            LOOP_PARAMS.guard_id.key: self.conn.thread_id(),
+        }
 
     def release(self) -> None:
         if self.conn is not None:

@@ -33,10 +33,12 @@ import textwrap
 
 import pymysql
 
+from openslob.engines.common.loopsql import next_pairs, pair_list, result_pairs
 from openslob.engines.mariadb.connection import ident
 from openslob.engines.mariadb.dataset import META_DB
 from openslob.engines.mariadb.layout import PAD_COLUMNS
 from openslob.model.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
+from openslob.model.loop import LOOP_PARAMS, LOOP_RESULT
 from openslob.model.rate import LATE_1MS_US, LATE_10MS_US
 
 PROCEDURE = "slob_work"
@@ -320,24 +322,9 @@ BEGIN
     IF v_paced THEN  -- due before the interval's end but not started: the schedule's backlog
         SET v_behind = GREATEST(LEAST(v_ended, COALESCE(v_until, v_ended)) - v_sched, 0);
     END IF;
-    -- "+ 0": JSON_OBJECT would quote a procedure variable as a string.
+    -- The result: RESULT_SQL, the fields model/loop.py declares.
     SELECT JSON_OBJECT(
-        'ops', v_op - v_op_base, 'ops_select', n_sel + 0, 'ops_update', n_upd + 0,
-        'ops_scan', n_scan + 0, 'rows_selected', rows_sel + 0, 'rows_updated', rows_upd + 0,
-        'ops_hot_schema', n_hot + 0, 'ops_hotspot', n_spot + 0,
-        'think_count', n_think + 0, 'think_seconds', v_think_s + 0e0,
-        'began_epoch', v_began + 0e0, 'ended_epoch', v_ended + 0e0, 'pid', CONNECTION_ID(),
-        'own_commits', 0,
-        'next', JSON_OBJECT('op_base', v_op + 0, 'rng_state', v_rng + 0,
-                            'next_start', v_sched + 0e0),
-        'busy_us', v_busy_us + 0, 'behind_s', v_behind + 0e0,
-        'late_1ms', IF(v_paced AND v_record, v_late1 + 0, NULL),
-        'late_10ms', IF(v_paced AND v_record, v_late10 + 0, NULL),
-        'max_lag_us', v_max_lag + 0,
-        'hist_select', {hist_json_0}, 'hist_update', {hist_json_1}, 'hist_scan', {hist_json_2},
-        'hist_select_intended', IF(v_paced, {hist_json_3}, NULL),
-        'hist_update_intended', IF(v_paced, {hist_json_4}, NULL),
-        'hist_scan_intended', IF(v_paced, {hist_json_5}, NULL)
+        {result}
     ) AS result;
 END
 """
@@ -350,6 +337,59 @@ def _hist_json(kind: int) -> str:
         f" ORDER BY idx SEPARATOR ', '), '}}') FROM {HIST_TABLE} WHERE kind = {kind}),"
         " '{}'), '$')"
     )
+
+
+R, P = LOOP_RESULT, LOOP_PARAMS
+# The loop's result (model/loop.py): each declared field's expression at the procedure's end.
+# "+ 0": JSON_OBJECT would quote a procedure variable as a string.
+RESULT_SQL: dict[str, str | None] = {
+    R.ops.key: "v_op - v_op_base",
+    R.ops_select.key: "n_sel + 0",
+    R.ops_update.key: "n_upd + 0",
+    R.ops_scan.key: "n_scan + 0",
+    R.rows_selected.key: "rows_sel + 0",
+    R.rows_updated.key: "rows_upd + 0",
+    R.ops_hot_schema.key: "n_hot + 0",
+    R.ops_hotspot.key: "n_spot + 0",
+    R.think_count.key: "n_think + 0",
+    R.think_seconds.key: "v_think_s + 0e0",
+    # No snapshot to release: each statement of this loop is its own transaction (READ
+    # COMMITTED, autocommit), and a sleep holds no read view.
+    R.released.key: None,
+    R.own_commits.key: "0",
+    R.next.key: "JSON_OBJECT("
+    + pair_list(
+        next_pairs(
+            {
+                P.op_base.key: "v_op + 0",
+                P.rng_state.key: "v_rng + 0",
+                P.next_start.key: "v_sched + 0e0",
+            }
+        ),
+        0,
+    ).replace("\n", " ")
+    + ")",
+    R.busy_us.key: "v_busy_us + 0",
+    R.behind_s.key: "v_behind + 0e0",
+    R.late_1ms.key: "IF(v_paced AND v_record, v_late1 + 0, NULL)",
+    R.late_10ms.key: "IF(v_paced AND v_record, v_late10 + 0, NULL)",
+    R.max_lag_us.key: "v_max_lag + 0",
+    R.began_epoch.key: "v_began + 0e0",
+    R.ended_epoch.key: "v_ended + 0e0",
+    R.pid.key: "CONNECTION_ID()",
+    R.hist_select.key: _hist_json(0),
+    R.hist_update.key: _hist_json(1),
+    R.hist_scan.key: _hist_json(2),
+    # kinds 3-5: from the intended start, paced loops only
+    R.hist_select_intended.key: f"IF(v_paced, {_hist_json(3)}, NULL)",
+    R.hist_update_intended.key: f"IF(v_paced, {_hist_json(4)}, NULL)",
+    R.hist_scan_intended.key: f"IF(v_paced, {_hist_json(5)}, NULL)",
+}
+# Conf keys this loop does not read, and why.
+PARAMS_NOT_READ = {
+    P.release_s.key: "no snapshot is held across statements (READ COMMITTED, autocommit)",
+    P.nap_s.key: "a sleep outside a transaction holds no read view: one sleep per wait",
+}
 
 
 def _set_list(columns: tuple[str, ...]) -> str:
@@ -379,7 +419,7 @@ def procedure_ddl(schema: str, hot_schema: str = "user1") -> str:
         bucket=bucket_code(indent=16),
         late1=LATE_1MS_US,
         late10=LATE_10MS_US,
-        **{f"hist_json_{kind}": _hist_json(kind) for kind in range(6)},
+        result=pair_list(result_pairs(RESULT_SQL), indent=8),
     )
 
 

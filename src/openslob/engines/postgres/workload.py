@@ -28,10 +28,12 @@ import textwrap
 import psycopg
 from psycopg import sql
 
+from openslob.engines.common.loopsql import next_pairs, pair_list, result_pairs
 from openslob.engines.postgres.dataset import META_SCHEMA, PAD_COLUMNS
 from openslob.engines.postgres.layout import WIDE_BYTES, WIDE_COLUMNS
 from openslob.engines.postgres.rowbytes import random_bytes
 from openslob.model.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS
+from openslob.model.loop import LOOP_PARAMS, LOOP_RESULT
 from openslob.model.rate import LATE_1MS_US, LATE_10MS_US
 
 PROCEDURE = "slob_work"
@@ -94,7 +96,7 @@ DECLARE
     hot boolean; kind int; pause float8;
     t0 float8; t1 float8; us bigint; e int; idx int;
     began float8; ended float8; now_e float8; opened float8; n_release bigint := 0;
-    hists jsonb;
+    j_sel jsonb; j_upd jsonb; j_scan jsonb;
 BEGIN
     IF p_conf ? 'seed' THEN
         PERFORM setseed((p_conf->>'seed')::float8);
@@ -264,31 +266,13 @@ BEGIN
     -- The histograms as {{"idx": count}} of their non-empty buckets, all three in one pass
     -- over the slots: this runs once per CALL, i.e. per session per interval (0.23 ms
     -- against 0.47 ms for a pass per histogram, on this VM).
-    SELECT jsonb_build_object(
-        'hist_select', coalesce(jsonb_object_agg(i - 1, h_sel[i]) FILTER (WHERE h_sel[i] > 0),
-                                '{{}}'),
-        'hist_update', coalesce(jsonb_object_agg(i - 1, h_upd[i]) FILTER (WHERE h_upd[i] > 0),
-                                '{{}}'),
-        'hist_scan', coalesce(jsonb_object_agg(i - 1, h_scan[i]) FILTER (WHERE h_scan[i] > 0),
-                              '{{}}'))
-      INTO hists FROM generate_series(1, {slots}) i;
+    SELECT coalesce(jsonb_object_agg(i - 1, h_sel[i]) FILTER (WHERE h_sel[i] > 0), '{{}}'),
+           coalesce(jsonb_object_agg(i - 1, h_upd[i]) FILTER (WHERE h_upd[i] > 0), '{{}}'),
+           coalesce(jsonb_object_agg(i - 1, h_scan[i]) FILTER (WHERE h_scan[i] > 0), '{{}}')
+      INTO j_sel, j_upd, j_scan FROM generate_series(1, {slots}) i;
+    -- The result: RESULT_SQL, the fields model/loop.py declares.
     result := jsonb_build_object(
-        'ops', op - op_base, 'ops_select', n_sel, 'ops_update', n_upd, 'ops_scan', n_scan,
-        'rows_selected', rows_sel, 'rows_updated', rows_upd,
-        'ops_hot_schema', n_hot, 'ops_hotspot', n_spot,
-        'think_count', n_think, 'think_seconds', think_s, 'released', n_release,
-        -- Transactions of our own in the window: the snapshot releases and the CALL's
-        -- last transaction, which ends with it (the update COMMITs are the workload's).
-        'own_commits', n_release + 1,
-        'next', jsonb_build_object('op_base', op, 'next_start', sched),
-        'busy_us', busy_us, 'behind_s', behind,
-        'late_1ms', CASE WHEN paced AND record THEN late1 END,
-        'late_10ms', CASE WHEN paced AND record THEN late10 END,
-        'max_lag_us', max_lag,
-        'began_epoch', began, 'ended_epoch', ended, 'pid', pg_backend_pid(),
-        'hist_select_intended', {hist_i_sel},
-        'hist_update_intended', {hist_i_upd},
-        'hist_scan_intended', {hist_i_scan}) || hists;
+        {result});
 END
 $body$
 """
@@ -324,19 +308,60 @@ def procedure_ddl(
         bucket=_bucket_code(indent=16),
         late1=sql.SQL(str(LATE_1MS_US)),
         late10=sql.SQL(str(LATE_10MS_US)),
-        hist_i_sel=_sparse("h_isel"),
-        hist_i_upd=_sparse("h_iupd"),
-        hist_i_scan=_sparse("h_iscan"),
+        result=sql.SQL(pair_list(result_pairs(RESULT_SQL), indent=8)),
         flush=sql.SQL(_flush(server_version)),
     )
 
 
-def _sparse(array: str) -> sql.Composable:
+def _sparse(array: str) -> str:
     """{"idx": count} of a histogram array; NULL when there is no array (closed loop)."""
-    return sql.SQL(
-        "CASE WHEN {a} IS NOT NULL THEN (SELECT coalesce(jsonb_object_agg(i - 1, {a}[i]),"
-        " '{{}}') FROM generate_subscripts({a}, 1) i WHERE {a}[i] > 0) END"
-    ).format(a=sql.SQL(array))
+    return (
+        f"CASE WHEN {array} IS NOT NULL THEN (SELECT coalesce(jsonb_object_agg(i - 1,"
+        f" {array}[i]), '{{}}') FROM generate_subscripts({array}, 1) i WHERE {array}[i] > 0) END"
+    )
+
+
+R, P = LOOP_RESULT, LOOP_PARAMS
+# The loop's result (model/loop.py): each declared field's expression at the procedure's end.
+RESULT_SQL: dict[str, str | None] = {
+    R.ops.key: "op - op_base",
+    R.ops_select.key: "n_sel",
+    R.ops_update.key: "n_upd",
+    R.ops_scan.key: "n_scan",
+    R.rows_selected.key: "rows_sel",
+    R.rows_updated.key: "rows_upd",
+    R.ops_hot_schema.key: "n_hot",
+    R.ops_hotspot.key: "n_spot",
+    R.think_count.key: "n_think",
+    R.think_seconds.key: "think_s",
+    R.released.key: "n_release",
+    # Transactions of our own in the window: the snapshot releases and the CALL's last
+    # transaction, which ends with it (the update COMMITs are the workload's).
+    R.own_commits.key: "n_release + 1",
+    R.next.key: "jsonb_build_object("
+    + pair_list(next_pairs({P.op_base.key: "op", P.next_start.key: "sched"}), 0).replace("\n", " ")
+    + ")",
+    R.busy_us.key: "busy_us",
+    R.behind_s.key: "behind",
+    R.late_1ms.key: "CASE WHEN paced AND record THEN late1 END",
+    R.late_10ms.key: "CASE WHEN paced AND record THEN late10 END",
+    R.max_lag_us.key: "max_lag",
+    R.began_epoch.key: "began",
+    R.ended_epoch.key: "ended",
+    R.pid.key: "pg_backend_pid()",
+    R.hist_select.key: "j_sel",
+    R.hist_update.key: "j_upd",
+    R.hist_scan.key: "j_scan",
+    R.hist_select_intended.key: _sparse("h_isel"),
+    R.hist_update_intended.key: _sparse("h_iupd"),
+    R.hist_scan_intended.key: _sparse("h_iscan"),
+}
+# Conf keys this loop does not read, and why.
+PARAMS_NOT_READ = {
+    P.rng_state.key: "random() keeps its state in the backend between CALLs",
+    P.guard_lock.key: "the server cancels a lost client's CALL (client_connection_check)",
+    P.guard_id.key: "as guard_lock",
+}
 
 
 def _bucket_code(indent: int) -> sql.Composable:
