@@ -14,6 +14,7 @@ from openslob.engines.postgres.server import EmbeddedServer
 from openslob.report.text import render_text
 from openslob.runner.calibrate import CalibrationError, parse_fio_json, require_fio
 from openslob.runner.execute import run_benchmark
+from openslob.runner.observers import Observers
 
 FIO_JSON = Path(__file__).parents[1] / "data" / "fio" / "fio-3.33-randread-8k-4jobs.json"
 
@@ -66,7 +67,7 @@ def test_run_with_calibration(server: EmbeddedServer, tmp_path: Path) -> None:
         data_dir=server.data_dir,
         results_parent=tmp_path / "r",
         calibrate=True,
-        render=render_text,
+        observers=Observers(render=render_text),
     )
     cal = run["calibration"]
     fio = cal["fio"]

@@ -25,6 +25,7 @@ from openslob.engines.postgres.server import EmbeddedServer
 from openslob.report.text import render_text
 from openslob.results.rundir import load_run
 from openslob.runner.execute import run_benchmark
+from openslob.runner.observers import Observers
 from openslob.runner.sweep import plan_sweep, run_sweep
 
 # Its own seed and size: other modules' data sets are reloaded by their own fixtures. Two
@@ -53,7 +54,7 @@ def run(server: EmbeddedServer, tmp_path: Path, **params: Any) -> dict[str, Any]
         target=None,
         data_dir=server.data_dir,
         results_parent=tmp_path / "results",
-        render=render_text,
+        observers=Observers(render=render_text),
     )
     assert result["status"] == "complete", result.get("error")
     return result

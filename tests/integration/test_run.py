@@ -24,6 +24,7 @@ from openslob.results.collect import find_runs
 from openslob.results.rundir import load_run
 from openslob.results.schema import validate_run
 from openslob.runner.execute import run_benchmark
+from openslob.runner.observers import Observers
 from tests.conftest import make_base_dir, slob_subprocess
 
 # Its own seed: test_setup (seed 1) then rebuilds the pristine layout it checks.
@@ -73,7 +74,7 @@ def run(server: EmbeddedServer, tmp_path: Path, **params: Any) -> tuple[Path, di
         target=None,
         data_dir=server.data_dir,
         results_parent=tmp_path / "results",
-        render=render_text,
+        observers=Observers(render=render_text),
     )
 
 
@@ -553,7 +554,7 @@ def test_many_sessions_raise_max_connections(dataset, tmp_path) -> None:
         target=None,
         data_dir=dataset.data_dir,
         results_parent=tmp_path / "r",
-        notice=notices.append,
+        observers=Observers(notice=notices.append),
     )
     assert result["status"] == "complete"
     assert len({s["pid"] for s in result["sessions"]}) == 120

@@ -45,6 +45,7 @@ from openslob.results.rundir import NotSaved, check_results_place, path_name
 from openslob.runner import dataset
 from openslob.runner import sweep as harness
 from openslob.runner.execute import run_benchmark
+from openslob.runner.observers import Observers
 from openslob.runner.progress import ProgressEvery
 from openslob.runner.targets import target_strings
 
@@ -274,11 +275,13 @@ def run(
                 data_dir=data_dir,
                 results_parent=results_dir,
                 label=label,
-                notice=notice,
                 calibrate=calibrate,
                 calibrate_dir=calibrate_dir,
-                render=render_text,
-                sinks=[ProgressEvery(every, progress), *exporters],
+                observers=Observers(
+                    notice=notice,
+                    sinks=(ProgressEvery(every, progress), *exporters),
+                    render=render_text,
+                ),
             )
         except NotSaved as exc:  # a full disk: the report is all that is left of the run
             out.print(exc.report, highlight=False, markup=False, end="")
@@ -455,11 +458,13 @@ def _run_plan(
             label=label,
             target=targets,
             data_dir=data_dir,
-            notice=lambda msg: bar.console.print(f"[dim]note:[/] {msg}", highlight=False),
-            progress=live,
+            observers=Observers(
+                notice=lambda msg: bar.console.print(f"[dim]note:[/] {msg}", highlight=False),
+                progress=live,
+                render=render_text,
+            ),
             point_started=started,
             point_done=done,
-            render=render_text,
         )
         if not outcome.stopped:
             bar.update(task, completed=bar.tasks[0].total)

@@ -1,22 +1,24 @@
 """`slob run` as a library call: prepare the targets, run once, write the run directory.
 
 The run directory gets run.json and timeseries.csv; whatever else a caller wants there (the
-text report) it renders itself and hands in (`render`): orchestration renders nothing.
+text report) it renders itself and hands in (`Observers.render`): orchestration renders
+nothing. Who hears about the run as it goes is one Observers object (runner/observers.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from openslob.config.resolve import Config
 from openslob.engines import registry
-from openslob.engines.api import EnginePlugin, ProgressCallback, RunBackend, Target
+from openslob.engines.api import EnginePlugin, RunBackend, Target
 from openslob.host import counters as host_counters
 from openslob.host import devices as host_devices
 from openslob.host import snapshot as host_snapshot
@@ -37,12 +39,11 @@ from openslob.runner.calibrate import (
 )
 from openslob.runner.controller import RunController
 from openslob.runner.loopconf import external_script
+from openslob.runner.observers import Observers
 from openslob.runner.prepare import Notice, Prepared, PreparedInstance, prepare
-from openslob.runner.record import ProgressFn, RunInstance
+from openslob.runner.record import RunInstance
 from openslob.runner.sampler import CHECKPOINT_EVERY_S, Sink
 from openslob.runner.targets import target_strings
-
-Render = Callable[[dict[str, Any]], str]
 
 # "database": read host counters through the connection even when the data directory is
 # visible here (a server in a container; the tests of that path).
@@ -165,15 +166,13 @@ def execute(
     run_dir: Path,
     *,
     label: str | None = None,
-    notice: Notice = lambda _msg: None,
-    progress: ProgressFn | None = None,
     calibrate_dir: Path | None = None,
-    render: Render | None = None,
-    sinks: Sequence[Sink] = (),
+    observers: Observers | None = None,
 ) -> dict[str, Any]:
     """One run into `run_dir` (created if needed); returns the run.json dict it wrote
-    (`render`: the text report, written beside it as report.txt; `sinks`: more receivers of
-    each closed interval's row, e.g. progress lines and metrics exporters).
+    (`observers.render`: the text report, written beside it as report.txt;
+    `observers.sinks`: more receivers of each closed interval's row, e.g. progress lines
+    and metrics exporters).
 
     With `calibrate_dir`, fio then reads that file system with the run's concurrency and
     duration, and run.json carries both sides (see calibrate.py).
@@ -191,14 +190,13 @@ def execute(
         PercentileCsv(run_dir),
     ]
     checkpoint = Checkpoint(run_dir, config, infos, label)
+    observers = observers or Observers()
+    notice, sinks = observers.notice, observers.sinks
     controller = RunController(
         config,
         [i for i, _, _ in parts],
-        progress=progress,
+        dataclasses.replace(observers, sinks=(*files, *sinks), checkpoint=checkpoint),
         script_env=script_env,
-        sinks=[*files, *sinks],
-        checkpoint=checkpoint,
-        notice=notice,
     )
     for _, _, notes in parts:
         controller.record.notes.extend(n for n in notes if n not in controller.record.notes)
@@ -230,7 +228,7 @@ def execute(
     if calibrate_dir is not None and run["status"] == RunStatus.COMPLETE:
         run["calibration"] = calibration(calibrate_dir, sessions, run, notice)
     try:
-        report = render(run) if render is not None else None
+        report = observers.render(run) if observers.render is not None else None
         write_run(run_dir, run, report, cut_short=lost)  # NotSaved: disk full
     finally:
         error = external_script(config.p.external_script, "end", script_env)
@@ -360,15 +358,12 @@ def run_benchmark(
     data_dir: Path | None,
     results_parent: Path,
     label: str | None = None,
-    notice: Notice = lambda _msg: None,
-    progress: ProgressFn | None = None,
-    setup_progress: ProgressCallback | None = None,
     calibrate: bool = False,
     calibrate_dir: Path | None = None,
-    render: Render | None = None,
-    sinks: Sequence[Sink] = (),
+    observers: Observers | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """`slob run`: prepare the target, run once into a new timestamped directory."""
+    observers = observers or Observers()
     checkpoint_every_s()  # a bad SLOB_CHECKPOINT_S fails here, before anything is touched
     if calibrate and len(target_strings(target, config)) > 1:  # before anything is touched
         raise ConfigError(
@@ -376,7 +371,11 @@ def run_benchmark(
             "calibrate each instance with its own run"
         )
     prepared = prepare(
-        config, target=target, data_dir=data_dir, notice=notice, setup_progress=setup_progress
+        config,
+        target=target,
+        data_dir=data_dir,
+        notice=observers.notice,
+        setup_progress=observers.setup_progress,
     )
     try:
         fio_dir = calibration_dir(prepared.target, calibrate_dir) if calibrate else None
@@ -389,11 +388,8 @@ def run_benchmark(
                 config,
                 run_dir,
                 label=label,
-                notice=notice,
-                progress=progress,
                 calibrate_dir=fio_dir,
-                render=render,
-                sinks=sinks,
+                observers=observers,
             )
         except KeyboardInterrupt:
             # Ctrl-C before the run could take over the signal: nothing was measured, so no

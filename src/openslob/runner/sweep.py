@@ -42,9 +42,9 @@ from openslob.model.states import PointStatus, RunStatus
 from openslob.results.collect import SWEEP_FILE
 from openslob.results.rundir import load_run, path_name, write_atomic
 from openslob.runner import ratesweep
-from openslob.runner.execute import Render, execute
+from openslob.runner.execute import execute
+from openslob.runner.observers import Observers
 from openslob.runner.prepare import Notice, Prepared, prepare, restore_layout
-from openslob.runner.record import ProgressFn
 from openslob.runner.targets import target_strings
 
 SCHEMA_VERSION = 1
@@ -377,10 +377,8 @@ class _Sweep:
     path: Path
     sweep: dict[str, Any]
     label: str | None
-    notice: Notice
-    progress: ProgressFn | None
+    observers: Observers
     point_started: Callable[[dict[str, Any]], None] | None
-    render: Render | None
 
 
 def run_sweep(
@@ -390,17 +388,18 @@ def run_sweep(
     label: str | None,
     target: str | list[str] | tuple[str, ...] | None,
     data_dir: Path | None,
-    notice: Notice = lambda _msg: None,
-    progress: ProgressFn | None = None,
+    observers: Observers | None = None,
     point_started: Callable[[dict[str, Any]], None] | None = None,
     point_done: PointDone | None = None,
-    render: Render | None = None,
 ) -> SweepOutcome:
-    """The points not yet complete, in order (`render`: each point's text report)."""
+    """The points not yet complete, in order (`observers.render`: each point's text report;
+    `observers.progress`: each point's closed intervals)."""
     started = time.monotonic()
+    observers = observers or Observers()
+    notice = observers.notice
     sweep = load_or_create(path, plan, label, notice)
     by_point = {p.name: p for p in plan.points}
-    shared = _Sweep(path, sweep, label, notice, progress, point_started, render)
+    shared = _Sweep(path, sweep, label, observers, point_started)
     outcome = SweepOutcome(path, sweep)
     by_name = {entry["name"]: by_point[entry["point"]] for entry in sweep["points"]}
     todo = [p for p in sweep["points"] if p["status"] != PointStatus.COMPLETE]
@@ -495,7 +494,7 @@ def _run_point(
     result: dict[str, Any] | None = None
     try:
         # Every point starts on the layout SLOB describes; what had to be reloaded is kept.
-        entry["reloaded"] = restore_layout(prepared, point.config, shared.notice)
+        entry["reloaded"] = restore_layout(prepared, point.config, shared.observers.notice)
         config = ratesweep.point_config(sweep, entry, point.config)
         save(path, sweep)
         result = execute(
@@ -503,9 +502,7 @@ def _run_point(
             config,
             run_dir,
             label=shared.label,
-            notice=shared.notice,
-            progress=shared.progress,
-            render=shared.render,
+            observers=shared.observers,
         )
         entry.update(status=result["status"], error=result.get("error"))
         ratesweep.record_max(sweep, entry, result)

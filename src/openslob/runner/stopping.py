@@ -1,0 +1,156 @@
+"""How a run stops early: signals, a dead server, a failed session, cancelling the CALLs.
+
+The first SIGINT or SIGTERM (timeout, systemd, CI runners) marks the run "interrupted"
+(run.json stopped_by names the signal) and sets the stop event: no session starts a further
+CALL and the timeline cancels the CALLs in flight, keeping what was measured. A second one
+sends cancel requests and exits at once. A session error, a dead server or a lost monitoring
+connection ends the run as "failed". The first reason to stop is the one run.json keeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from typing import Any
+
+from openslob.model.states import RunStatus
+from openslob.results.record import RunRecord
+from openslob.runner.record import RunInstance, first_line
+from openslob.runner.sampler import Sampler
+
+CANCEL_ROUNDS, CANCEL_WAIT_S = 5, 2.0  # how a stopped window's CALLs are ended
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+Session = Any  # an engine's work session (RunBackend.open_session)
+
+
+class Stopping:
+    """The run's stop event and everything that sets it or acts on it."""
+
+    def __init__(
+        self, record: RunRecord, instances: list[RunInstance], sessions: list[Session]
+    ) -> None:
+        self.record, self.instances, self.sessions = record, instances, sessions
+        self.interrupts = 0
+        self.event: asyncio.Event | None = None  # created inside the run's event loop
+
+    def is_set(self) -> bool:
+        return self.event is not None and self.event.is_set()
+
+    def backend(self, session: Session) -> Any:
+        return self.instances[self.record.sessions[session.id].instance].backend
+
+    # ---------------------------------------------------------------------- signals
+
+    def arm(self) -> None:
+        """The stop event and the signal handlers, in the running event loop."""
+        loop = asyncio.get_running_loop()
+        self.event = asyncio.Event()
+        for sig in STOP_SIGNALS:
+            loop.add_signal_handler(sig, self.on_signal, sig)
+
+    def disarm(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+
+    def on_signal(self, sig: signal.Signals) -> None:
+        self.interrupts += 1
+        if self.interrupts >= 2:  # a second one: tell the server, then leave at once
+            for session in self.sessions:
+                self.backend(session).cancel_now(session)
+            os._exit(128 + sig)
+        self.record.stopped_by = sig.name
+        what = "by the user (Ctrl-C)" if sig == signal.SIGINT else f"by {sig.name}"
+        self.fail(RunStatus.INTERRUPTED, f"interrupted {what}")
+
+    def fail(self, status: RunStatus, error: str) -> None:
+        if self.record.status == RunStatus.COMPLETE:
+            self.record.status, self.record.error = status, error
+        if self.event is not None:
+            self.event.set()
+
+    # ------------------------------------------------------------------ the CALLs
+
+    async def cancel_all(self) -> None:
+        await asyncio.gather(*(self.backend(s).cancel(s) for s in self.sessions))
+
+    async def end_calls(self, window: asyncio.Future[Any]) -> float:
+        """Cancel the stopped window's CALLs until they have returned; when it stopped."""
+        stopped_at = time.time()
+        # A CALL whose request left after the first cancel (a session still starting,
+        # a CALL sent from a worker thread) is not hit by it: cancel again.
+        for _ in range(CANCEL_ROUNDS):
+            await self.cancel_all()
+            try:
+                await asyncio.wait_for(asyncio.shield(window), timeout=CANCEL_WAIT_S)
+                break
+            except TimeoutError:
+                continue
+        return stopped_at
+
+    async def sleep_until(self, epoch: float) -> None:
+        """Sleep until `epoch`, or until the run is stopped."""
+        delay = epoch - time.time()
+        if delay > 0:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wait(), timeout=delay)
+
+    async def wait_any(self, awaitable: Any) -> None:
+        """Wait for `awaitable` or for the run to be stopped, whichever comes first."""
+        work = asyncio.ensure_future(awaitable)
+        stop = asyncio.ensure_future(self._wait())
+        await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+
+    async def _wait(self) -> None:
+        assert self.event is not None, "arm() first"
+        await self.event.wait()
+
+    # -------------------------------------------------------------------- watchdog
+
+    def watch(self, sampler: Sampler) -> asyncio.Task[None]:
+        """The watchdog task, whose crash fails the run rather than pass silently."""
+        task = asyncio.create_task(self._watchdog(sampler))
+        task.add_done_callback(self._watchdog_done)
+        return task
+
+    def _watchdog_done(self, task: asyncio.Task[None]) -> None:
+        """A crashed watchdog must not pass silently: the run could no longer end itself."""
+        if not task.cancelled() and task.exception() is not None:
+            self.fail(RunStatus.FAILED, f"watchdog crashed: {first_line(task.exception())}")
+
+    def _dead_instances(self) -> list[RunInstance]:
+        return [i for i in self.instances if i.server_alive is not None and not i.server_alive()]
+
+    async def _watchdog(self, sampler: Sampler) -> None:
+        """End the run within seconds when a server dies.
+
+        Backends whose postmaster was killed do not notice while they loop, so a dead
+        postmaster is detected here and the orphans are killed (private server); a monitor
+        that lost its connection means the same for any server.
+        """
+        while not self.is_set():
+            await asyncio.sleep(0.5)
+            dead = self._dead_instances()
+            watched = any(i.server_alive is not None for i in self.instances)
+            if sampler.connection_lost and not dead and watched:
+                await asyncio.sleep(0.2)  # a dying postmaster: say so rather than "lost"
+                dead = self._dead_instances()
+            if dead or sampler.connection_lost:
+                which = f" ({dead[0].record.target})" if len(self.instances) > 1 and dead else ""
+                self.fail(
+                    RunStatus.FAILED,
+                    f"the database server died during the run{which}"
+                    if dead
+                    else f"lost the monitoring connection: {sampler.errors[-1]}",
+                )
+                # A lost connection may be a postmaster not yet seen dead: each handler
+                # (kill_orphans) does nothing while its postmaster lives.
+                for instance in self.instances:
+                    if instance.on_server_death is not None:
+                        await asyncio.to_thread(instance.on_server_death)
+                return
