@@ -227,11 +227,11 @@ def pair_points(base: Side, cand: Side, force: bool) -> Pairing:
         raise ConfigError(
             f"the two sides ran different workloads ({shown}); --force compares them anyway"
         )
-    pairs = []
-    for b in base.points:
-        for c in cand.points:
-            if all(_text(b.params[k]) == _text(c.params[k]) for k in keys):
-                pairs.append((b, c))
+    pairs: list[tuple[SidePoint, SidePoint]] = []
+    for b_point in base.points:
+        for c_point in cand.points:
+            if all(_text(b_point.params[k]) == _text(c_point.params[k]) for k in keys):
+                pairs.append((b_point, c_point))
     if not pairs:
         raise ConfigError(
             f"no point of {base.path} matches a point of {cand.path} on "

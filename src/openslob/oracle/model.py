@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from openslob.config.options import MAX_SESSIONS
+from openslob.config.option import MAX_SESSIONS
 from openslob.model.errors import ConfigError
 from openslob.oracle.awr import OracleReport, WaitEvent
 from openslob.oracle.awrinfo import (
