@@ -319,8 +319,8 @@ def change(
     ratio = None
     if zeros:
         ratio = 1.0  # e.g. writes of a read-only run: exactly no change, not "n/a"
-    elif b and c and b_stats.median:
-        ratio = c_stats.median / b_stats.median  # type: ignore[operator]
+    elif b and c and b_stats.median and c_stats.median is not None:  # c: a median
+        ratio = c_stats.median / b_stats.median
     interval = ratio_interval(b, c, level) if ratio is not None and not zeros else None
     invalid = validity.invalid_by(
         address,
