@@ -228,11 +228,11 @@ def pair_points(base: Side, cand: Side, force: bool) -> Pairing:
         raise ConfigError(
             f"the two sides ran different workloads ({shown}); --force compares them anyway"
         )
-    pairs = []
-    for b in base.points:
-        for c in cand.points:
-            if all(_text(b.params[k]) == _text(c.params[k]) for k in keys):
-                pairs.append((b, c))
+    pairs: list[tuple[SidePoint, SidePoint]] = []
+    for b_point in base.points:
+        for c_point in cand.points:
+            if all(_text(b_point.params[k]) == _text(c_point.params[k]) for k in keys):
+                pairs.append((b_point, c_point))
     if not pairs:
         raise ConfigError(
             f"no point of {base.path} matches a point of {cand.path} on "
@@ -320,8 +320,8 @@ def change(
     ratio = None
     if zeros:
         ratio = 1.0  # e.g. writes of a read-only run: exactly no change, not "n/a"
-    elif b and c and b_stats.median:
-        ratio = c_stats.median / b_stats.median  # type: ignore[operator]
+    elif b and c and b_stats.median and c_stats.median is not None:  # c: a median
+        ratio = c_stats.median / b_stats.median
     interval = ratio_interval(b, c, level) if ratio is not None and not zeros else None
     invalid = validity.invalid_by(
         address,

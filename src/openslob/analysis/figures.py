@@ -90,7 +90,7 @@ def _commits_per_sync(run: Mapping[str, Any]) -> float | None:
 
 
 def _op_percentile(run: Mapping[str, Any], pct: float) -> float | None:
-    hist = merged_ops(run.get("latency"))  # type: ignore[arg-type]
+    hist = merged_ops(run.get("latency"))
     return None if hist is None else hist.percentile_us(pct)
 
 

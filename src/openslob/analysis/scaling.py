@@ -107,7 +107,8 @@ def _sum(metrics: Mapping[str, Any], *keys: str) -> float | None:
 
 def figures(part: Mapping[str, Any]) -> dict[str, float | None]:
     """IOPS, MB/s, DB read µs and op p99 µs of a run or of one of its instances."""
-    metrics = part.get("metrics") if isinstance(part.get("metrics"), Mapping) else {}
+    found = part.get("metrics")
+    metrics: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     return {
         "iops": _sum(metrics, "pio_reads_per_s", "pio_writes_per_s"),
         "mb_per_s": _sum(metrics, "pio_read_mb_per_s", "pio_write_mb_per_s"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,7 +97,7 @@ def _has(rows: list[Mapping[str, Any]], *keys: str) -> bool:
 
 
 def _samples(
-    rows: list[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
 ) -> tuple[list[_Sample], str | None, str | None, str | None]:
     """Window samples with IOPS, latency and SLOBop p99, each from one source for the whole
     series (and the sources).
@@ -171,7 +171,7 @@ def _episode(
 
 
 def detect_degradation(
-    series: list[Mapping[str, Any]],
+    series: Sequence[Mapping[str, Any]],
     *,
     iops_drop_pct: float = 20.0,
     latency_rise_pct: float = 50.0,

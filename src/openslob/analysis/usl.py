@@ -259,7 +259,7 @@ def project(usl: UslFit, n: int) -> Projection:
         )
     pole = usl.pole_before(n)
     if pole is not None:
-        note = (
+        note: str | None = (
             f"no projection: the fitted law's denominator reaches 0 at N = {pole:.2f} "
             "(kappa or sigma below 0: faster than linear where measured, which it cannot "
             "stay); measure more instances or repeat the points"

@@ -10,7 +10,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
 from typing import Any
@@ -67,11 +67,19 @@ _HELP_ONLY: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 class OneLineGroup(click.Group):
     """click's usage errors (a missing path, a bad choice) as one line, like ours."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        # click.Command.main's own parameters, so that its overloads match
         if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
-            code = super().main(*args, standalone_mode=False, **kwargs)
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except _HELP_ONLY as exc:  # `slob`, `slob server`: click shows the help
             exc.show()
             sys.exit(exc.exit_code)

@@ -196,10 +196,9 @@ def parse_proc_stat(text: str) -> ProcStat:
             continue
         key = parts[0]
         if key == "cpu":
-            values: list[int | None] = [int(v) for v in parts[1:11]]
-            values += [None] * (10 - len(values))
-            values[:7] = [v or 0 for v in values[:7]]
-            cpu = CpuTimes(*values)
+            numbers = [int(v) for v in parts[1:11]]
+            values: list[int | None] = [*numbers, *[None] * (10 - len(numbers))]
+            cpu = CpuTimes(*[v or 0 for v in values[:7]], *values[7:])
         elif key.startswith("cpu") and key[3:].isdigit():
             cpus += 1
         elif key == "ctxt":

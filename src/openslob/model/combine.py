@@ -28,6 +28,12 @@ def _kind(key: str) -> str:
     return "mean" if kind == "per_host_sum" else kind  # within merge(): see run_totals
 
 
+def _present(values: Sequence[Any]) -> list[Any] | None:
+    """The values when none is missing; None when any is (the total is then missing too)."""
+    present = [v for v in values if v is not None]
+    return present if len(present) == len(values) else None
+
+
 def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The total of several metrics dicts with the same keys (see the module docstring)."""
     if len(parts) == 1:
@@ -37,11 +43,11 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
         keys += [k for k in part if k not in keys]
     total: dict[str, Any] = {}
     for key in keys:
-        values = [part.get(key) for part in parts]
         kind = _kind(key)
         if kind == "ratio":
             continue  # from the totals, below
-        if any(v is None for v in values):
+        values = _present([part.get(key) for part in parts])
+        if values is None:
             total[key] = None
         elif kind == "sum":
             total[key] = sum(values)
@@ -60,13 +66,14 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return total
 
 
-def _weighted(values: list[float], weights: list[float | None]) -> float | None:
-    if any(w is None for w in weights):
+def _weighted(values: Sequence[float], weights: Sequence[float | None]) -> float | None:
+    present = _present(weights)
+    if present is None:
         return None
-    weight = sum(weights)  # type: ignore[arg-type]
+    weight = sum(present)
     if weight <= 0:
         return None
-    return sum(v * w for v, w in zip(values, weights, strict=True)) / weight  # type: ignore[operator]
+    return float(sum(v * w for v, w in zip(values, present, strict=True)) / weight)
 
 
 def across_hosts(per_host: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -86,7 +93,9 @@ def round_figures(metrics: dict[str, Any]) -> dict[str, Any]:
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in metrics.items()}
 
 
-def run_totals(instance_metrics: Sequence[dict[str, Any]], host_keys: Sequence[str]) -> dict:
+def run_totals(
+    instance_metrics: Sequence[dict[str, Any]], host_keys: Sequence[str]
+) -> dict[str, Any]:
     """The run's metrics from its instances': database figures add over instances, a host's
     device and CPU figures count once however many instances it serves."""
     groups = by_host(host_keys)
@@ -100,11 +109,12 @@ def run_totals(instance_metrics: Sequence[dict[str, Any]], host_keys: Sequence[s
     total.update(across_hosts(hosts))
     for key in [k for k in total if _metric(k).combine == "per_host_sum"]:
         # the instances' shares of their host add up per host, then average over hosts
-        shares = [[instance_metrics[i].get(key) for i in g] for g in groups]
+        shares = [_present([instance_metrics[i].get(key) for i in g]) for g in groups]
+        complete = [group for group in shares if group is not None]
         total[key] = (
             None
-            if any(v is None for group in shares for v in group)
-            else sum(sum(group) for group in shares) / len(shares)  # type: ignore[arg-type]
+            if len(complete) < len(shares)
+            else sum(sum(group) for group in complete) / len(shares)
         )
     return round_figures(total)
 
@@ -117,9 +127,9 @@ def over_time(rows: Sequence[dict[str, Any]], keys: Iterable[str]) -> dict[str, 
     seconds = [float(row.get("seconds") or 0.0) for row in rows]
     span: dict[str, Any] = {}
     for key in keys:
-        values = [row.get(key) for row in rows]
+        values = _present([row.get(key) for row in rows])
         metric = _metric(key)
-        if any(v is None for v in values) or not rows:
+        if values is None or not rows:
             span[key] = None
         elif metric.unit == "ops" and metric.source in ("latency", "rate"):  # op counts
             span[key] = sum(values)
@@ -134,7 +144,7 @@ def over_time(rows: Sequence[dict[str, Any]], keys: Iterable[str]) -> dict[str, 
         elif metric.combine == "same":
             span[key] = values[0] if all(v == values[0] for v in values) else None
         else:  # rates and shares of the host's capacity
-            span[key] = _weighted(values, seconds)  # type: ignore[arg-type]
+            span[key] = _weighted(values, seconds)
     if "lio_per_op" in span:
         lio, ops = span.get("lio_per_s"), span.get("slobops_per_s")
         span["lio_per_op"] = lio / ops if lio is not None and ops else None

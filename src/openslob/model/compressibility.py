@@ -166,7 +166,8 @@ def combine(parts: list[Compressibility]) -> Compressibility:
 
     def harmonic(name: str) -> float:
         # Ratios of bytes combine through stored bytes: sum(raw) / sum(raw / ratio).
-        return round(total / sum(p.sampled_bytes / getattr(p, name) for p in measured), 3)
+        stored_bytes: float = sum(p.sampled_bytes / getattr(p, name) for p in measured)
+        return round(total / stored_bytes, 3)
 
     zeros = sum(p.sampled_bytes * (p.zero_bytes_pct or 0.0) for p in measured) / total
     return Compressibility(

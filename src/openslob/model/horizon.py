@@ -51,14 +51,18 @@ class Hold:
         }
 
 
+# A hold is the same holder (kind, holder, xmin) in consecutive samples.
+HoldKey = tuple[str, str, int | None]
+
+
 @dataclass
 class HorizonWatch:
     """The samples of one instance, reduced to the holds that lasted and the worst age."""
 
-    holds: dict[tuple, Hold] = field(default_factory=dict)
+    holds: dict[HoldKey, Hold] = field(default_factory=dict)
     max_age_xids: int | None = None
     samples: int = 0
-    _last: tuple | None = None
+    _last: HoldKey | None = None
     _last_epoch: float = 0.0
 
     def add(self, epoch: float, sample: dict[str, Any]) -> None:
@@ -69,7 +73,7 @@ class HorizonWatch:
         if sample.get("kind") is None:
             self._last = None
             return
-        key = (sample["kind"], sample["holder"], sample.get("xmin"))
+        key: HoldKey = (sample["kind"], sample["holder"], sample.get("xmin"))
         if key == self._last:
             hold = self.holds.get(key)
             if hold is None and len(self.holds) < MAX_HOLDS:

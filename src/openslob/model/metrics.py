@@ -28,7 +28,7 @@ CPU per op). DERIVED figures are not stored in run.json: readers compute them fr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -277,8 +277,14 @@ HOST = (
 # Each sampling interval's SLOBop latency per op type, from the loops' own histograms (the
 # time series; the window's are run.json "latency"). Counts are ops started in the interval.
 OP_KINDS = ("select", "update", "scan")
-LATENCY_STATS = (("mean", "mean"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"))
-LATENCY_STATS += (("p999", "p99.9"), ("max", "max"))
+LATENCY_STATS: tuple[tuple[str, str], ...] = (
+    ("mean", "mean"),
+    ("p50", "p50"),
+    ("p90", "p90"),
+    ("p99", "p99"),
+    ("p999", "p99.9"),
+    ("max", "max"),
+)
 
 
 def _latency(kind: str) -> tuple[Metric, ...]:
@@ -408,7 +414,7 @@ class MetricTable(Mapping[str, Metric]):
     def __getitem__(self, key: str) -> Metric:
         return self._by_key[key]
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._by_key)
 
     def __len__(self) -> int:

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 # Its throughput, reads and their latency, commits, and its SLOBops' p99 (the loops'
 # histograms): what tells one instance from another over time.
-INSTANCE_KEYS = ("slobops_per_s", "pio_reads_per_s", "db_read_latency_us", "commits_per_s")
-INSTANCE_KEYS += ("op_p99_us",)
+INSTANCE_KEYS: tuple[str, ...] = (
+    "slobops_per_s",
+    "pio_reads_per_s",
+    "db_read_latency_us",
+    "commits_per_s",
+    "op_p99_us",
+)
 
 
 def instance_column(key: str, number: int) -> str:

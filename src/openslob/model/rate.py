@@ -104,14 +104,14 @@ def window_figures(
 ) -> dict[str, Any]:
     """run.json's rate metrics of a set of sessions (an instance, `share` of the run's
     sessions) from their window results; all null for a closed-loop run."""
-    keys = ("offered_rate", "achieved_rate", "late_ops_1ms", "late_ops_10ms")
+    keys: tuple[str, ...] = ("offered_rate", "achieved_rate", "late_ops_1ms", "late_ops_10ms")
     keys += ("max_lag_us", "backlog_ops", "saturated")
     if not rate:
         return dict.fromkeys(keys)
     done = [r for r in results if r]
     started = sum(int(r.get(R.ops.key) or 0) for r in done)
     backlog = sum(float(r.get(R.behind_s.key) or 0.0) for r in done) * per_session_rate
-    lags = [r.get(R.max_lag_us.key) for r in done if r.get(R.max_lag_us.key) is not None]
+    lags = [lag for r in done if (lag := r.get(R.max_lag_us.key)) is not None]
     return {
         "offered_rate": rate * share,
         "achieved_rate": started / seconds if seconds else None,

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from openslob.config.options import MAX_SESSIONS
+from openslob.config.option import MAX_SESSIONS
 from openslob.model.errors import ConfigError
 from openslob.model.states import RunStatus
 from openslob.oracle.awr import OracleReport, WaitEvent
@@ -139,17 +139,21 @@ def wait_list(report: OracleReport) -> list[dict[str, Any]]:
         events = [ev for ev in events if ev.pct_time is not None]
     if not events:
         events = [ev for ev in report.top_events or [] if ev.event not in CPU_EVENTS]
-    events = [ev for ev in events if ev.time_s is not None and not is_idle(ev.event, ev.wait_class)]
-    total = sum(ev.time_s for ev in events)  # type: ignore[misc]
-    events = sorted(events, key=lambda ev: ev.time_s or 0, reverse=True)
+    timed = [
+        (ev, time_s)
+        for ev in events
+        if (time_s := ev.time_s) is not None and not is_idle(ev.event, ev.wait_class)
+    ]
+    total = sum(time_s for _, time_s in timed)
+    timed.sort(key=lambda pair: pair[1], reverse=True)
     return [
         {
             "event": ev.event,
             "samples": ev.waits,
-            "time_s": ev.time_s,
-            "pct": round(ev.time_s / total * 100, 2) if total else None,  # type: ignore[operator]
+            "time_s": time_s,
+            "pct": round(time_s / total * 100, 2) if total else None,
         }
-        for ev in events
+        for ev, time_s in timed
     ]
 
 

@@ -108,9 +108,11 @@ def _event_blocks(grid: Grid | None) -> dict[str, list[WaitEvent]]:
     """Top Timed Events tables: the '*' (cluster) and per-instance blocks of wait rows."""
     blocks: dict[str, list[WaitEvent]] = defaultdict(list)
     key = ""
-    for row in grid.rows if grid else []:
+    if grid is None:
+        return blocks
+    for row in grid.rows:
         key = row[0] or key
-        ev = _wait_row(grid, row)  # type: ignore[arg-type]
+        ev = _wait_row(grid, row)
         if ev is not None:
             blocks[key].append(ev)
     return blocks
@@ -306,7 +308,8 @@ def _combine_group(group: list[OracleReport]) -> list[OracleReport]:
 
 
 def _sum(values: list[float | None]) -> float | None:
-    return None if not values or any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+    present = [v for v in values if v is not None]
+    return sum(present) if values and len(present) == len(values) else None
 
 
 def _add_rows(
@@ -314,10 +317,11 @@ def _add_rows(
 ) -> dict[str, dict[str, float | None]] | None:
     """Rows every instance prints, column by column added up (a row one instance lacks is
     unknown for the cluster, not the others' sum)."""
-    if any(t is None for t in tables):
+    present = [t for t in tables if t is not None]
+    if len(present) < len(tables):
         return None
-    names = set.intersection(*(set(t) for t in tables))  # type: ignore[arg-type]
-    return {n: {c: _sum([t[n].get(c) for t in tables]) for c in cols} for n in names}  # type: ignore[index]
+    names = set.intersection(*(set(t) for t in present))
+    return {n: {c: _sum([t[n].get(c) for t in present]) for c in cols} for n in names}
 
 
 def _add_waits(lists: list[list[WaitEvent] | None]) -> list[WaitEvent] | None:
@@ -337,14 +341,15 @@ def _add_waits(lists: list[list[WaitEvent] | None]) -> list[WaitEvent] | None:
             acc.waits = _sum([acc.waits, ev.waits])
             acc.time_s = _sum([acc.time_s, ev.time_s])
             acc.time_err_s = _sum([acc.time_err_s, ev.time_err_s])
-            known = None not in (ev.waits, ev.avg_wait_ms, ev.avg_err_ms)
-            part = (ev.waits, ev.avg_wait_ms, ev.avg_err_ms) if known else None
-            weighted.setdefault(ev.event, []).append(part)  # type: ignore[arg-type]
+            waits, avg, err = ev.waits, ev.avg_wait_ms, ev.avg_err_ms
+            known = None if waits is None or avg is None or err is None else (waits, avg, err)
+            weighted.setdefault(ev.event, []).append(known)
     for name, parts in weighted.items():
         acc = merged[name]
-        if acc.waits and all(parts):
-            acc.avg_wait_ms = sum(w * avg for w, avg, _ in parts) / acc.waits  # type: ignore[misc]
-            acc.avg_err_ms = sum(w * err for w, _, err in parts) / acc.waits  # type: ignore[misc]
+        complete = [part for part in parts if part is not None]
+        if acc.waits and len(complete) == len(parts):
+            acc.avg_wait_ms = sum(w * avg for w, avg, _ in complete) / acc.waits
+            acc.avg_err_ms = sum(w * err for w, _, err in complete) / acc.waits
     return sorted(merged.values(), key=lambda ev: ev.time_s or 0, reverse=True)
 
 

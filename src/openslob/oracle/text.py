@@ -82,7 +82,7 @@ def printed_error(text: str | None, unit_ms: bool = False) -> float | None:
     if not _NUM.match(s):
         return None
     exponent = Decimal(s).as_tuple().exponent
-    return 0.5 * 10.0 ** int(exponent) * scale  # type: ignore[arg-type]
+    return 0.5 * 10.0 ** int(exponent) * scale
 
 
 # --- lines ----------------------------------------------------------------------------------

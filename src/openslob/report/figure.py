@@ -8,9 +8,9 @@ interactive charts from the same points: report/webcharts.py.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from matplotlib import patheffects
 from matplotlib.figure import Figure
@@ -86,14 +86,18 @@ def save(
         # append, never with_suffix: "petal.db_read" must not lose its ".db_read"
         target = base.with_name(f"{base.name}.{fmt}")
         # whole or not at all: a full disk must not leave a truncated image behind
-        write_atomic(
-            target,
-            lambda fh, fmt=fmt: fig.savefig(
-                fh, format=fmt, dpi=DPI, bbox_inches="tight", metadata=_metadata(fmt)
-            ),
-        )
+        write_atomic(target, _saver(fig, fmt))
         written.append(target)
     return written
+
+
+def _saver(fig: Figure, fmt: str) -> Callable[[BinaryIO], None]:
+    """Writes `fig` as `fmt` into an open binary file (write_atomic's content)."""
+
+    def save(fh: BinaryIO) -> None:
+        fig.savefig(fh, format=fmt, dpi=DPI, bbox_inches="tight", metadata=_metadata(fmt))
+
+    return save
 
 
 def _metadata(fmt: str) -> dict[str, Any] | None:

@@ -239,14 +239,14 @@ def _draw_curves(ax: Axes, points: list[PetalPoint]) -> None:
 
 def _range_bars(ax: Axes, curve: list[PetalPoint], color: str) -> None:
     """min–max of the repeats on both axes, around the median each curve passes through."""
-    spread = [p for p in curve if p.x_range and p.y_range]
-    if not spread:
+    bars = [(p, xr, yr) for p in curve if (xr := p.x_range) and (yr := p.y_range)]
+    if not bars:
         return
     ax.errorbar(
-        [p.x for p in spread],
-        [p.y for p in spread],
-        xerr=[[p.x - p.x_range[0] for p in spread], [p.x_range[1] - p.x for p in spread]],  # type: ignore[index]
-        yerr=[[p.y - p.y_range[0] for p in spread], [p.y_range[1] - p.y for p in spread]],  # type: ignore[index]
+        [p.x for p, _, _ in bars],
+        [p.y for p, _, _ in bars],
+        xerr=[[p.x - xr[0] for p, xr, _ in bars], [xr[1] - p.x for p, xr, _ in bars]],
+        yerr=[[p.y - yr[0] for p, _, yr in bars], [yr[1] - p.y for p, _, yr in bars]],
         fmt="none",
         ecolor=color,
         elinewidth=1,

@@ -300,6 +300,8 @@ def _histogram_panel(ax: Axes, kind: str, hist: Histogram) -> None:
     _number_axis(ax.yaxis)
     for pct, style in ((50, "--"), (99, ":")):
         value = hist.percentile_us(pct)
+        if value is None:  # never: op_blocks keeps only histograms with ops
+            continue
         ax.axvline(
             value, color="#d62728", linestyle=style, linewidth=1, label=f"p{pct} {value:,.0f} µs"
         )

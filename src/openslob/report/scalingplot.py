@@ -66,7 +66,7 @@ def _draw_curve(left: Axes, right: Axes, curve: ScalingCurve, color: str) -> Non
     top = max(n for n, _ in medians)
     fit = curve.fit
     if fit is not None:
-        reach = max(top, curve.projection.n if curve.projection else top)
+        reach: float = max(top, curve.projection.n if curve.projection else top)
         pole = fit.pole_before(reach)
         reach = reach if pole is None else min(top, pole - 0.05)
         grid = np.linspace(1, reach, 200)

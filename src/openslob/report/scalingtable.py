@@ -110,9 +110,11 @@ def _fit_lines(curve: ScalingCurve) -> list[str]:
     if fit.note:
         lines.append(f"  note: {fit.note}")
     proj = curve.projection
-    if proj is not None and (proj.throughput is None or proj.efficiency is None):
+    if proj is None:
+        return lines
+    if proj.throughput is None or proj.efficiency is None:
         lines.append(f"Projection at N = {proj.n}: n/a  ** {(proj.note or '').upper()} **")
-    elif proj is not None:
+    else:
         interval = (
             f"{_num(proj.low)} to {_num(proj.high)} (95 %)"
             if proj.low is not None and proj.high is not None

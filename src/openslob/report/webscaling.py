@@ -80,15 +80,12 @@ def scaling(refs: Sequence[RunRef]) -> list[Spec]:
     efficiency: list[dict[str, Any]] = []
     for i, curve in enumerate(found):
         color = PCT_COLORS[i % len(PCT_COLORS)]
-        measured = [
-            [p.instances, p.throughput, f"{len(p.runs)} run(s), median"]
-            for p in curve.points
-            if p.throughput is not None
-        ]
+        points = [p for p in curve.points if p.throughput is not None]
+        measured = [[p.instances, p.throughput, f"{len(p.runs)} run(s), median"] for p in points]
         through.append(_line(f"{curve.title}: measured", color, measured))
-        one = next((x for n, x, _ in measured if n == 1), None)
+        one = next((p.throughput for p in points if p.instances == 1), None)
         if one is not None:
-            top = max(n for n, _, _ in measured)
+            top = max(p.instances for p in points)
             linear = [[1, one], [top, top * one]]
             through.append(_line(f"{curve.title}: linear N × X(1)", "#7f7f7f", linear, True, 1))
         through += _fit_series(curve, color)

@@ -102,9 +102,12 @@ def _io_explained(refs: Sequence[RunRef]) -> str:
     )
     if len(refs) == 1:
         m = refs[0].run.get("metrics") or {}
-        db = [m.get("pio_reads_per_s"), m.get("pio_writes_per_s")]
-        dev = [m.get("device_reads_per_s"), m.get("device_writes_per_s")]
-        if None not in db and None not in dev:
+        pairs = (
+            ("pio_reads_per_s", "pio_writes_per_s"),
+            ("device_reads_per_s", "device_writes_per_s"),
+        )
+        db, dev = ([v for v in (m.get(r), m.get(w)) if v is not None] for r, w in pairs)
+        if len(db) == 2 and len(dev) == 2:
             text += (
                 f" This run: database {sum(db):,.0f} IOPS, device {sum(dev):,.0f} IOPS "
                 f"({m['device_reads_per_s']:,.0f} reads/s vs the database's "

@@ -94,8 +94,10 @@ HEAD_GAUGES = {"seconds": "interval_seconds", "elapsed_s": "elapsed_seconds"}
 _HEAD = ("time", "phase", "interval", *HEAD_GAUGES)
 QUANTILES = {"p50": "0.5", "p90": "0.9", "p99": "0.99", "p999": "0.999"}
 # 100 µs to 10 s, 1-2-5 per decade: readable `le` values, exact up to 2 ms (module doc).
-BUCKETS_US = (100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000)
-BUCKETS_US += (500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000)
+BUCKETS_US: tuple[int, ...] = (
+    *(100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000),
+    *(500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000),
+)
 
 Notice = Callable[[str], None]
 
@@ -334,7 +336,11 @@ class OpenMetricsExporter(Collector):
         """Per op type (`names` ends with "op"): the latest interval's latency, the phases'
         counters and histograms."""
 
-        def family(cls: type[Metric], name: str, *more: str) -> Any:
+        def family(
+            cls: type[GaugeMetricFamily | CounterMetricFamily | HistogramMetricFamily],
+            name: str,
+            *more: str,
+        ) -> Any:
             return cls(PREFIX + name, FIXED[name], labels=[*names, *more])
 
         gauges = []

@@ -57,7 +57,7 @@ def read(names: list[str], config: Config, data_dir: Path | None, *, keep: bool)
         try:
             engine = registry.plugin(target.engine).engine(target)
             values = engine.recorded_dataset()
-            size = engine.data_bytes(values["SCALE"]) if values else None
+            size = engine.data_bytes(int(values["SCALE"])) if values else None
             found.append(Found(target.label, values, size))
         finally:
             if server is not None and not keep and not was_running:

@@ -6,7 +6,7 @@ Engine knowledge comes through the plug-ins (engines/api.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +93,7 @@ def ensure_data(
     raise SetupError(unusable_tables_message(todo, config, engine.recorded_dataset()))
 
 
-def parameter_differences(config: Config, recorded: dict[str, int] | None) -> list[str]:
+def parameter_differences(config: Config, recorded: Mapping[str, float] | None) -> list[str]:
     """Each data set parameter this run asks other than the data set was set up with, as
     "SCALE 4,000 (this run) vs 3,000 (the data set)" (fewer schemas, or a scan table a run
     that does not scan never reads, are no difference)."""
@@ -120,7 +120,7 @@ def parameter_differences(config: Config, recorded: dict[str, int] | None) -> li
 
 
 def unusable_tables_message(
-    todo: dict[str, str], config: Config, recorded: dict[str, int] | None = None
+    todo: dict[str, str], config: Config, recorded: Mapping[str, float] | None = None
 ) -> str:
     """One line: which tables a run cannot use, why (the parameter and both values when
     the run asks other than the data set's), and what repairs them."""
@@ -229,7 +229,7 @@ def prepare(
             f"instances: sessions go round robin over the instances; run at least as many "
             f"sessions as instances ({count} or more)"
         )
-    schemas = [set() for _ in range(count)]
+    schemas: list[set[str]] = [set() for _ in range(count)]
     for c in configs:
         for k, names in enumerate(instance_schemas(c, count)):
             schemas[k].update(names)

@@ -26,7 +26,8 @@ MAX_PCT = 1000  # 10x the maximum: enough to probe overload, a typo beyond it
 def percent_axis(single: dict[str, str | None], axes: dict[str, list[str]]) -> list[str] | None:
     """The RATE axis as percentages ("10%", …; a single "50%" too), taken out of `single`
     and `axes`; None when RATE is absolute (or not given). Bad values: one-line errors."""
-    values = axes.get(AXIS) or ([single[AXIS]] if single.get(AXIS) else [])
+    one = single.get(AXIS)
+    values = axes.get(AXIS) or ([one] if one else [])
     marked = [v for v in values if v and v.strip().endswith("%")]
     if not marked:
         return None

@@ -123,7 +123,7 @@ class Sampler(threading.Thread):
     def _host_readers(self) -> dict[str, Callable[[], host_snapshot.HostSnapshot]]:
         """One reader per distinct host (the first instance on it reads it). No server CPU:
         the time series does not show it, and summing it walks /proc."""
-        readers = {}
+        readers: dict[str, Callable[[], host_snapshot.HostSnapshot]] = {}
         for instance, monitor in zip(self.instances, self._monitors, strict=True):
             if instance.host_key not in readers:
                 readers[instance.host_key] = (
@@ -232,7 +232,8 @@ class Sampler(threading.Thread):
     def _horizons(self) -> dict[str, Any]:
         """Who holds each instance's cleanup horizon now (its HorizonWatch); the time
         series gets the worst figure over the instances."""
-        now, figures = time.time(), {}
+        now = time.time()
+        figures: dict[str, Any] = {}
         for instance, monitor in zip(self.instances, self._monitors, strict=True):
             sample = monitor.horizon()
             instance.record.horizon.add(now, sample)

@@ -92,10 +92,14 @@ def loop_figures(interval: Interval, seconds: float) -> dict[str, Any]:
     total = interval.total() or {}  # {}: no op started in the interval (a stall)
     ops = float(total.get(LOOP_RESULT.ops.key) or 0)
     kinds = {kind: total.get(LOOP_RESULT.ops_of(kind).key) for kind in OP_KINDS}
-    counted = all(v is not None for v in kinds.values()) and sum(kinds.values()) == ops
+    present = [v for v in kinds.values() if v is not None]
+    counted = len(present) == len(kinds) and sum(present) == ops
     return {
         "slobops_per_s": per_s(ops, seconds),
-        **{f"{k}s_per_s": per_s(float(v), seconds) if counted else None for k, v in kinds.items()},
+        **{
+            f"{k}s_per_s": per_s(float(v), seconds) if counted and v is not None else None
+            for k, v in kinds.items()
+        },
     }
 
 
@@ -122,13 +126,13 @@ def instance_figures(
 
 def database_figures(
     views: Sequence[InstanceView],
-    prev: Sequence[Mapping[str, Any] | None],
-    cur: Sequence[Mapping[str, Any] | None],
+    prev: Sequence[dict[str, Any] | None],
+    cur: Sequence[dict[str, Any] | None],
     seconds: float,
     own_commits: Mapping[int, int],
 ) -> list[dict[str, Any]]:
     """Each instance's figures over the interval (empty where a snapshot is missing)."""
-    parts = []
+    parts: list[dict[str, Any]] = []
     for k, view in enumerate(views):
         before, after = prev[k], cur[k]
         if not before or not after:
@@ -145,8 +149,8 @@ def build_row(
     *,
     keys: Sequence[str],
     views: Sequence[InstanceView],
-    db_prev: Sequence[Mapping[str, Any] | None],
-    db_cur: Sequence[Mapping[str, Any] | None],
+    db_prev: Sequence[dict[str, Any] | None],
+    db_cur: Sequence[dict[str, Any] | None],
     host_prev: Mapping[str, host_snapshot.HostSnapshot],
     host_cur: Mapping[str, host_snapshot.HostSnapshot],
     start_at: float,

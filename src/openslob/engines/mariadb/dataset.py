@@ -29,6 +29,7 @@ import pymysql
 from openslob.engines.api import ProgressCallback, SetupResult, TableLoad
 from openslob.engines.common import tables
 from openslob.engines.common.load import drain
+from openslob.engines.common.rows import one
 from openslob.engines.mariadb.connection import connect, ident, page_size
 from openslob.engines.mariadb.datafiles import flush_tables
 from openslob.engines.mariadb.layout import PAD_COLUMNS, RowLayout, layout_for
@@ -178,7 +179,7 @@ def _content(conn: pymysql.connections.Connection, spec: TableSpec) -> tuple[int
         cur.execute(
             f"SELECT COUNT(*), MIN(custid), MAX(custid) FROM {spec.name} FORCE INDEX ({index})"
         )
-        rows, low, high = cur.fetchone()
+        rows, low, high = one(cur.fetchone())
     return int(rows), low, high
 
 
@@ -485,7 +486,7 @@ class DatasetLoader:
                 " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
                 [META_DB, META_TABLE],
             )
-            if not cur.fetchone()[0]:
+            if not one(cur.fetchone())[0]:
                 return []
             cur.execute(f"SELECT {columns} FROM {ident(META_DB, META_TABLE)}")
             return list(cur.fetchall())

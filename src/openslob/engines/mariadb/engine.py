@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from openslob.engines.common.engine import SlobEngine
+from openslob.engines.common.rows import one
 from openslob.engines.mariadb import guard
 from openslob.engines.mariadb.connection import (
     SHAPING_SETTINGS,
@@ -76,8 +77,8 @@ class MariaDBEngine(SlobEngine):
         page_bytes = self.layout().page_size
         with connect(self.connect_kwargs) as conn:
             return [
-                table_compressibility(conn, *name.split(".", 1), page_bytes, sample_bytes)
-                for name in relations
+                table_compressibility(conn, schema, table, page_bytes, sample_bytes)
+                for schema, table in (name.split(".", 1) for name in relations)
             ]
 
     def data_bytes(self, rows: int) -> int:
@@ -91,7 +92,7 @@ class MariaDBEngine(SlobEngine):
         """The server (host, port, data directory): the SLOB databases are server-wide."""
         with connect(self.connect_kwargs) as conn, conn.cursor() as cur:
             cur.execute("SELECT @@hostname, @@port, @@datadir")
-            host, port, datadir = cur.fetchone()
+            host, port, datadir = one(cur.fetchone())
         return f"{host}:{port}:{datadir}", ""
 
     def data_group(self) -> str | None:
@@ -100,7 +101,7 @@ class MariaDBEngine(SlobEngine):
             cur.execute("SHOW GLOBAL STATUS LIKE 'wsrep_cluster_state_uuid'")
             row = cur.fetchone()
             cur.execute("SELECT @@wsrep_on")
-            (wsrep_on,) = cur.fetchone()
+            (wsrep_on,) = one(cur.fetchone())
         return f"galera:{row[1]}" if row and row[1] and int(wsrep_on) else None
 
     def catch_up(self) -> None:

@@ -133,6 +133,6 @@ def _latency_us(before: dict[str, Any], after: dict[str, Any]) -> float | None:
     statistics were reset inside the window (samples went down)."""
     n_a, n_b = after.get(LATENCY_SAMPLES), before.get(LATENCY_SAMPLES)
     s_a, s_b = after.get(LATENCY_SUM_S), before.get(LATENCY_SUM_S)
-    if None in (n_a, n_b, s_a, s_b) or n_a <= n_b:
+    if n_a is None or n_b is None or s_a is None or s_b is None or n_a <= n_b:
         return None
     return (s_a - s_b) / (n_a - n_b) * 1e6

@@ -21,6 +21,7 @@ from typing import Any
 
 import pymysql
 
+from openslob.engines.common.rows import one
 from openslob.engines.mariadb import horizon, stats
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, connect, global_variables
 from openslob.engines.mariadb.workload import SESSION_SETTINGS, call_statement
@@ -69,7 +70,7 @@ class Monitor:
         """SYSDATE(6), the loop's clock (NOW() is the statement's start)."""
         with self.conn.cursor() as cur:
             cur.execute("SELECT UNIX_TIMESTAMP(SYSDATE(6))")
-            return float(cur.fetchone()[0])
+            return float(one(cur.fetchone())[0])
 
     def cancel(self) -> None:
         with (

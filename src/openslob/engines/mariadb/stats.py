@@ -22,6 +22,7 @@ from typing import Any
 
 import pymysql
 
+from openslob.engines.common.rows import one
 from openslob.engines.mariadb import galera_stats
 from openslob.model.rates import per_s, ratio
 
@@ -70,7 +71,7 @@ def take_snapshot(conn: pymysql.connections.Connection) -> Snapshot:
     """Every cumulative counter a report needs (global status and file I/O summaries)."""
     with conn.cursor() as cur:
         cur.execute("SELECT UTC_TIMESTAMP(6), @@performance_schema, VERSION()")
-        taken_at, ps_on, version = cur.fetchone()
+        taken_at, ps_on, version = one(cur.fetchone())
         cur.execute("SHOW GLOBAL STATUS")
         raw = dict(cur.fetchall())
         status = {name: n for name, value in raw.items() if (n := _number(value)) is not None}

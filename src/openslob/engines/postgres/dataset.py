@@ -35,6 +35,7 @@ from psycopg import sql
 from openslob.engines.api import ProgressCallback, SetupResult, TableLoad
 from openslob.engines.common import tables
 from openslob.engines.common.load import drain
+from openslob.engines.common.rows import one
 from openslob.engines.postgres import layout
 from openslob.engines.postgres.layout import (
     FILLFACTOR,
@@ -343,11 +344,13 @@ class DatasetLoader:
         try:
             with psycopg.connect(self.conninfo, autocommit=True) as conn:
                 for spec in busy:
-                    pages = conn.execute(
-                        "SELECT coalesce(pg_relation_size(to_regclass(%s)), 0)"
-                        " / current_setting('block_size')::int",
-                        [f"{spec.schema}.{spec.table}"],
-                    ).fetchone()[0]
+                    pages = one(
+                        conn.execute(
+                            "SELECT coalesce(pg_relation_size(to_regclass(%s)), 0)"
+                            " / current_setting('block_size')::int",
+                            [f"{spec.schema}.{spec.table}"],
+                        ).fetchone()
+                    )[0]
                     done += min(int(pages), spec.rows)
         except psycopg.Error:
             pass  # progress is cosmetic; the load itself reports real errors
@@ -442,10 +445,12 @@ class DatasetLoader:
 
     def _pages(self, conn: psycopg.Connection, spec: TableSpec) -> int:
         return int(
-            conn.execute(
-                "SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int",
-                [f"{spec.schema}.{spec.table}"],
-            ).fetchone()[0]
+            one(
+                conn.execute(
+                    "SELECT pg_relation_size(%s::regclass) / current_setting('block_size')::int",
+                    [f"{spec.schema}.{spec.table}"],
+                ).fetchone()
+            )[0]
         )
 
     def _describe_valid(self, spec: TableSpec) -> TableLoad:
@@ -468,13 +473,15 @@ class DatasetLoader:
     def _recorded_tables(self) -> list[tables.RecordedTable]:
         with self._connection(LOADER_APP) as conn:
             meta = f"{META_SCHEMA}.{META_TABLE}"
-            if conn.execute("SELECT to_regclass(%s)", [meta]).fetchone()[0] is None:
+            if one(conn.execute("SELECT to_regclass(%s)", [meta]).fetchone())[0] is None:
                 return []
-            has_ratio = conn.execute(
-                "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass"
-                " AND attname = 'compress_ratio' AND NOT attisdropped",
-                [meta],
-            ).fetchone()[0]
+            has_ratio = one(
+                conn.execute(
+                    "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass"
+                    " AND attname = 'compress_ratio' AND NOT attisdropped",
+                    [meta],
+                ).fetchone()
+            )[0]
             ratio = sql.SQL("compress_ratio" if has_ratio else "1::float8")
             rows = conn.execute(
                 sql.SQL("SELECT schema_name, table_name, rows, seed, {} FROM {}").format(
@@ -486,12 +493,8 @@ class DatasetLoader:
     def existing_schemas(self) -> list[str]:
         """Schemas that setup recorded, in natural order (user2 before user10)."""
         with self._connection(LOADER_APP) as conn:
-            if (
-                conn.execute("SELECT to_regclass(%s)", [f"{META_SCHEMA}.{META_TABLE}"]).fetchone()[
-                    0
-                ]
-                is None
-            ):
+            meta = f"{META_SCHEMA}.{META_TABLE}"
+            if one(conn.execute("SELECT to_regclass(%s)", [meta]).fetchone())[0] is None:
                 return []
             names = [
                 r[0]

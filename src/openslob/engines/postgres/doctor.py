@@ -15,6 +15,7 @@ from openslob.config.option import BLOCK_SIZE
 from openslob.config.resolve import Config
 from openslob.engines.api import Finding
 from openslob.engines.common import doctor
+from openslob.engines.common.rows import one
 from openslob.engines.postgres import layout
 from openslob.model.errors import OpenslobError
 from openslob.model.plan import CACHE_RATIO, session_schemas
@@ -79,7 +80,7 @@ def _update_limit() -> Finding:
 
 
 def _version(conn: psycopg.Connection, version: int) -> Finding:
-    text = conn.execute("SHOW server_version").fetchone()[0]
+    text = one(conn.execute("SHOW server_version").fetchone())[0]
     if version < MIN_VERSION:
         return Finding("server version", text, "fail", "openslob needs PostgreSQL 13 or later")
     if version < 160000:
@@ -94,12 +95,14 @@ def _version(conn: psycopg.Connection, version: int) -> Finding:
 
 
 def _privileges(conn: psycopg.Connection) -> list[Finding]:
-    role, superuser, create, stats = conn.execute(
-        "SELECT current_user, rolsuper,"
-        " has_database_privilege(current_database(), 'CREATE'),"
-        " rolsuper OR pg_has_role('pg_read_all_stats', 'USAGE')"
-        " FROM pg_roles WHERE rolname = current_user"
-    ).fetchone()
+    role, superuser, create, stats = one(
+        conn.execute(
+            "SELECT current_user, rolsuper,"
+            " has_database_privilege(current_database(), 'CREATE'),"
+            " rolsuper OR pg_has_role('pg_read_all_stats', 'USAGE')"
+            " FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+    )
     findings = [
         Finding(
             "create schemas (setup)",
@@ -249,16 +252,18 @@ def _durability(conn: psycopg.Connection) -> list[Finding]:
 def _capacity(conn: psycopg.Connection, sessions: int) -> Finding:
     limit = int(_setting(conn, "max_connections") or 0)
     reserved = int(_setting(conn, "superuser_reserved_connections") or 0)
-    busy = conn.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
-    ).fetchone()[0]
+    busy = one(
+        conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+        ).fetchone()
+    )[0]
     free = limit - reserved - busy
     return doctor.capacity(limit, free, sessions, restart=True)
 
 
 def _host(conn: psycopg.Connection) -> Finding:
     try:
-        data_dir = conn.execute("SHOW data_directory").fetchone()[0]
+        data_dir = one(conn.execute("SHOW data_directory").fetchone())[0]
     except psycopg.Error:
         conn.rollback()
         return Finding(

@@ -10,6 +10,7 @@ import psycopg
 
 from openslob.config.option import BLOCK_SIZE
 from openslob.engines.common.engine import SlobEngine
+from openslob.engines.common.rows import one
 from openslob.engines.postgres import guard
 from openslob.engines.postgres.datafiles import relation_compressibility
 from openslob.engines.postgres.dataset import DatasetLoader, TableSpec
@@ -58,7 +59,7 @@ class PostgresEngine(SlobEngine):
             raise SetupError(
                 f"PostgreSQL {conn.info.server_version // 10000} is too old (need 13 or later)"
             )
-        block_size = int(conn.execute("SHOW block_size").fetchone()[0])
+        block_size = int(one(conn.execute("SHOW block_size").fetchone())[0])
         if block_size != BLOCK_SIZE:
             conn.close()
             raise SetupError(f"block_size is {block_size}; openslob's layout needs {BLOCK_SIZE}")
@@ -66,8 +67,8 @@ class PostgresEngine(SlobEngine):
 
     def describe(self) -> dict[str, Any]:
         with self._connect() as conn:
-            version = conn.execute("SHOW server_version").fetchone()[0]
-            settings = dict(
+            version = one(conn.execute("SHOW server_version").fetchone())[0]
+            settings: dict[str, str] = dict(
                 conn.execute(
                     "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)",
                     [list(DESCRIBED_SETTINGS)],
@@ -85,17 +86,21 @@ class PostgresEngine(SlobEngine):
         The cluster is its system identifier, or its address and port for a role that may
         not read pg_control_system()."""
         with self._connect() as conn:
-            (database,) = conn.execute("SELECT current_database()").fetchone()
+            (database,) = one(conn.execute("SELECT current_database()").fetchone())
             try:
                 with conn.transaction():
-                    (cluster,) = conn.execute(
-                        "SELECT system_identifier::text FROM pg_control_system()"
-                    ).fetchone()
+                    (cluster,) = one(
+                        conn.execute(
+                            "SELECT system_identifier::text FROM pg_control_system()"
+                        ).fetchone()
+                    )
             except psycopg.errors.InsufficientPrivilege:
-                (cluster,) = conn.execute(
-                    "SELECT coalesce(host(inet_server_addr()), 'socket') || ':' ||"
-                    " current_setting('port')"
-                ).fetchone()
+                (cluster,) = one(
+                    conn.execute(
+                        "SELECT coalesce(host(inet_server_addr()), 'socket') || ':' ||"
+                        " current_setting('port')"
+                    ).fetchone()
+                )
         return cluster, database
 
     def check_server(self) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 
+from openslob.engines.common.rows import one
 from openslob.model.errors import BusyError, SetupError
 from openslob.model.secrets import redact
 
@@ -44,7 +45,7 @@ class DatasetLock:
             except psycopg.Error:
                 self.conn.close()
         self.conn = _connect(self.conninfo, f"{LOCK_APP} {self.purpose}")
-        (got,) = self.conn.execute("SELECT pg_try_advisory_lock(%s, %s)", LOCK_KEY).fetchone()
+        (got,) = one(self.conn.execute("SELECT pg_try_advisory_lock(%s, %s)", LOCK_KEY).fetchone())
         if not got:
             holder = holder_text(self.conn)
             self.conn.close()
@@ -92,7 +93,7 @@ def holder_text(conn: psycopg.Connection) -> str:
 def lock_holder(conninfo: str) -> str | None:
     """Who holds the data set now (for `slob server stop`), None when nobody does."""
     with contextlib.suppress(psycopg.Error, SetupError), _connect(conninfo, LOCK_APP) as conn:
-        (free,) = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", LOCK_KEY).fetchone()
+        (free,) = one(conn.execute("SELECT pg_try_advisory_lock(%s, %s)", LOCK_KEY).fetchone())
         return None if free else holder_text(conn)
     return None
 

@@ -27,6 +27,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from openslob.engines.common.rows import one
 from openslob.engines.common.tables import TableSpec
 
 PAD_COLUMNS = tuple(f"c{i}" for i in range(2, 21))  # SLOB's CF1 has c2..c20
@@ -209,9 +210,11 @@ def count_rows(conn: psycopg.Connection, facts: TableFacts) -> None:
     from psycopg import sql
 
     table = sql.Identifier(facts.schema, facts.table)
-    rows, low, high = conn.execute(
-        sql.SQL("SELECT count(*), min(custid), max(custid) FROM {}").format(table)
-    ).fetchone()
+    rows, low, high = one(
+        conn.execute(
+            sql.SQL("SELECT count(*), min(custid), max(custid) FROM {}").format(table)
+        ).fetchone()
+    )
     facts.live_rows, facts.min_key, facts.max_key = int(rows), low, high
     facts.counted = True
 

@@ -60,15 +60,15 @@ def random_bytes(
     """`width` bytes of sha512 output for (key, column, salt): full entropy, reproducible;
     with `ratio` > 1, zero runs make them compress that much."""
     if ratio <= 1.0:  # 64-byte pieces: one sha512 each
-        pieces = [
+        pieces: list[sql.Composable] = [
             sql.SQL("sha512(int8send({k}) || int4send({tag}) || {salt})").format(
                 k=sql.SQL(key), tag=sql.Literal(column * 65536 + i), salt=sql.SQL(salt)
             )
             for i in range(-(-width // SHA512_BYTES))
         ]
-        piece_agg = sql.SQL("sha512(int8send({k}) || int4send({tag} + i) || {salt})").format(
-            k=sql.SQL(key), tag=sql.Literal(column * 65536), salt=sql.SQL(salt)
-        )
+        piece_agg: sql.Composable = sql.SQL(
+            "sha512(int8send({k}) || int4send({tag} + i) || {salt})"
+        ).format(k=sql.SQL(key), tag=sql.Literal(column * 65536), salt=sql.SQL(salt))
     else:
         count = -(-width // _PIECE_BYTES)
         pieces = [_piece(key, sql.Literal(column * 65536 + i), salt, ratio) for i in range(count)]

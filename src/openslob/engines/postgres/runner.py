@@ -28,6 +28,7 @@ from psycopg import pq
 from psycopg.conninfo import make_conninfo
 
 from openslob.engines.api import WaitSamples
+from openslob.engines.common.rows import one
 from openslob.engines.postgres import horizon, stats
 from openslob.engines.postgres.workload import (
     ASH_NOTICE,
@@ -107,7 +108,9 @@ class Monitor:
 
     def clock_epoch(self) -> float:
         """clock_timestamp(), the loop's clock (now() is the transaction's start)."""
-        row = self.conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()
+        row = one(
+            self.conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()
+        )
         return float(row[0])
 
     def sample_waits(
@@ -148,8 +151,13 @@ class Monitor:
 
 async def _until(add: Any, remove: Any, fd: int) -> None:
     """Sleep until `fd` is ready (add_reader/add_writer of the running loop)."""
-    ready = asyncio.get_running_loop().create_future()
-    add(fd, lambda: ready.done() or ready.set_result(None))
+    ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    add(fd, wake)
     try:
         await ready
     finally:
@@ -264,7 +272,7 @@ class PostgresRunBackend:
 
     def _database(self) -> str:
         with psycopg.connect(self.conninfo, connect_timeout=CONNECT_TIMEOUT_S) as conn:
-            return str(conn.execute("SELECT current_database()").fetchone()[0])
+            return str(one(conn.execute("SELECT current_database()").fetchone())[0])
 
     def host_files_reason(self) -> str | None:
         """None when this role can read the server host's /proc through pg_read_file (superuser
@@ -273,9 +281,11 @@ class PostgresRunBackend:
             with psycopg.connect(
                 self.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             ) as conn:
-                (text,) = conn.execute(
-                    "SELECT pg_read_file('/proc/diskstats', 0, %s, true)", [PROC_READ_BYTES]
-                ).fetchone()
+                (text,) = one(
+                    conn.execute(
+                        "SELECT pg_read_file('/proc/diskstats', 0, %s, true)", [PROC_READ_BYTES]
+                    ).fetchone()
+                )
         except psycopg.Error as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             return (
@@ -305,10 +315,12 @@ class PostgresRunBackend:
                 "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)",
                 [list(_RUN_SETTINGS)],
             ).fetchall()
-            (shared_buffers,) = conn.execute(
-                "SELECT setting::bigint * current_setting('block_size')::bigint"
-                " FROM pg_settings WHERE name = 'shared_buffers'"
-            ).fetchone()
+            (shared_buffers,) = one(
+                conn.execute(
+                    "SELECT setting::bigint * current_setting('block_size')::bigint"
+                    " FROM pg_settings WHERE name = 'shared_buffers'"
+                ).fetchone()
+            )
         return {**dict(rows), "shared_buffers_bytes": str(shared_buffers)}
 
 

@@ -34,6 +34,7 @@ import psycopg
 from openslob.config.option import BLOCK_SIZE
 from openslob.engines.api import ServerState
 from openslob.engines.common import fsperm
+from openslob.engines.common.rows import one
 from openslob.engines.common.server import (
     SERVICE_USER,
     START_TIMEOUT_S,
@@ -429,7 +430,7 @@ class EmbeddedServer(ServerBase):
 
     def _served_settings(self) -> tuple[str, dict[str, str]]:
         with psycopg.connect(self.conninfo(), connect_timeout=10) as conn:
-            version = conn.execute("SHOW server_version").fetchone()[0]
+            version = one(conn.execute("SHOW server_version").fetchone())[0]
             rows = conn.execute(
                 "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)",
                 [list(REPORTED_SETTINGS)],

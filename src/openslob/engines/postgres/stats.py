@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 
 from openslob.engines.postgres import layout
 from openslob.model.rates import per_s, ratio
@@ -106,7 +106,7 @@ def take_snapshot(
     return snap
 
 
-def _wal_position(cur: psycopg.Cursor) -> dict[str, float] | None:
+def _wal_position(cur: psycopg.Cursor[DictRow]) -> dict[str, float] | None:
     """The WAL insert position (bytes) and the segment size: segments filled in between."""
     row = cur.execute(
         "SELECT CASE WHEN pg_is_in_recovery() THEN NULL"
@@ -123,7 +123,7 @@ def _drop_timestamps(row: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: v for k, v in row.items() if not k.endswith("reset")}
 
 
-def _io(cur: psycopg.Cursor, version: int) -> list[dict[str, Any]] | None:
+def _io(cur: psycopg.Cursor[DictRow], version: int) -> list[dict[str, Any]] | None:
     if version < 160000:
         return None
     byte_columns = (
@@ -326,6 +326,7 @@ def snapshot_delta(
     active_ms = _d(db_a, db_b, "active_time") if after["server_version"] >= 150000 else None
     checkpoints, checkpoint_buffers = _checkpoints(before, after)
     commits = _d(db_a, db_b, "xact_commit")
+    temp_bytes = _d(db_a, db_b, "temp_bytes")
     mb = 1 << 20
     return {
         "lio_per_s": per_s(lio, seconds),
@@ -344,9 +345,7 @@ def snapshot_delta(
         "commits_per_s": per_s(None if commits is None else commits - own_commits, seconds),
         "rollbacks_per_s": per_s(_d(db_a, db_b, "xact_rollback"), seconds),
         "db_time_s": None if active_ms is None else active_ms / 1000,
-        "temp_mb": None
-        if _d(db_a, db_b, "temp_bytes") is None
-        else _d(db_a, db_b, "temp_bytes") / mb,
+        "temp_mb": None if temp_bytes is None else temp_bytes / mb,
         # Background work that shares the device: checkpoints and the background writer.
         "checkpoints": checkpoints,
         "checkpoint_write_mb_per_s": per_s(_blocks_mb(checkpoint_buffers), seconds),

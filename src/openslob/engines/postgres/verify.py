@@ -14,6 +14,7 @@ import psycopg
 from psycopg import sql
 
 from openslob.engines.api import Check
+from openslob.engines.common.rows import one
 from openslob.engines.common.verify import (
     VerifierBase,
     compression_check,
@@ -60,20 +61,22 @@ class TableVerifier(VerifierBase):
         return [*checks, compression_check(spec.schema, name, measured, spec.ratio)]
 
     def _layout(self, spec: TableSpec) -> list[Check]:
-        rows, used, max_per_page, min_key, max_key, corr, pages = self.conn.execute(
-            sql.SQL(
-                "WITH per_page AS (SELECT blk, count(*) AS n, min(custid) AS k"
-                "  FROM ({map}) m GROUP BY blk)"
-                " SELECT coalesce(sum(n), 0)::bigint, count(*), coalesce(max(n), 0),"
-                "  (SELECT min(custid) FROM {t}), (SELECT max(custid) FROM {t}),"
-                "  corr(k, blk), pg_relation_size({name}::regclass)"
-                "   / current_setting('block_size')::int FROM per_page"
-            ).format(
-                map=_page_map(spec),
-                t=sql.Identifier(spec.schema, spec.table),
-                name=sql.Literal(f"{spec.schema}.{spec.table}"),
-            )
-        ).fetchone()
+        rows, used, max_per_page, min_key, max_key, corr, pages = one(
+            self.conn.execute(
+                sql.SQL(
+                    "WITH per_page AS (SELECT blk, count(*) AS n, min(custid) AS k"
+                    "  FROM ({map}) m GROUP BY blk)"
+                    " SELECT coalesce(sum(n), 0)::bigint, count(*), coalesce(max(n), 0),"
+                    "  (SELECT min(custid) FROM {t}), (SELECT max(custid) FROM {t}),"
+                    "  corr(k, blk), pg_relation_size({name}::regclass)"
+                    "   / current_setting('block_size')::int FROM per_page"
+                ).format(
+                    map=_page_map(spec),
+                    t=sql.Identifier(spec.schema, spec.table),
+                    name=sql.Literal(f"{spec.schema}.{spec.table}"),
+                )
+            ).fetchone()
+        )
         table = spec.table
         rows_per_page = rows / used if used else 0.0
         checks = [
@@ -140,14 +143,16 @@ class TableVerifier(VerifierBase):
 
     def _storage(self, spec: TableSpec) -> list[Check]:
         """Padding (c2, c3) must never be compressed or moved out of line (TOAST)."""
-        plain, toast_pages = self.conn.execute(
-            "SELECT (SELECT count(*) FROM pg_attribute a WHERE a.attrelid = c.oid"
-            "   AND a.attname = ANY(%s) AND a.attstorage = 'p'),"
-            "  coalesce(pg_relation_size(nullif(c.reltoastrelid, 0)), 0)"
-            "   / current_setting('block_size')::int"
-            " FROM pg_class c WHERE c.oid = %s::regclass",
-            [list(WIDE_COLUMNS), f"{spec.schema}.{spec.table}"],
-        ).fetchone()
+        plain, toast_pages = one(
+            self.conn.execute(
+                "SELECT (SELECT count(*) FROM pg_attribute a WHERE a.attrelid = c.oid"
+                "   AND a.attname = ANY(%s) AND a.attstorage = 'p'),"
+                "  coalesce(pg_relation_size(nullif(c.reltoastrelid, 0)), 0)"
+                "   / current_setting('block_size')::int"
+                " FROM pg_class c WHERE c.oid = %s::regclass",
+                [list(WIDE_COLUMNS), f"{spec.schema}.{spec.table}"],
+            ).fetchone()
+        )
         wide = len(WIDE_COLUMNS)
         return [
             Check(
@@ -204,11 +209,13 @@ class TableVerifier(VerifierBase):
 
     def independence(self, spec: TableSpec, reference: TableSpec) -> Check:
         """Page of each key here vs in the reference schema: independent shuffles ⇒ r ≈ 0."""
-        (corr,) = self.conn.execute(
-            sql.SQL("SELECT corr(a.blk, b.blk) FROM ({a}) a JOIN ({b}) b USING (custid)").format(
-                a=_page_map(spec), b=_page_map(reference)
-            )
-        ).fetchone()
+        (corr,) = one(
+            self.conn.execute(
+                sql.SQL(
+                    "SELECT corr(a.blk, b.blk) FROM ({a}) a JOIN ({b}) b USING (custid)"
+                ).format(a=_page_map(spec), b=_page_map(reference))
+            ).fetchone()
+        )
         where = f"{spec.table} page order vs {reference.schema}"
         return correlation_check(spec.schema, where, corr, spec.rows)
 
