@@ -35,7 +35,10 @@ def engine_io_shape(before: dict[str, Any], after: dict[str, Any], settings: dic
         "io_method": None,
         "parallel_read_event": None,
         "notes": [
+            f"during the run: innodb_read_ahead_threshold = "
+            f"{settings.get('innodb_read_ahead_threshold', 'n/a')}, innodb_random_read_ahead = "
+            f"{settings.get('innodb_random_read_ahead', 'n/a')}",
             "InnoDB reads each page with its own request (read-ahead too: asynchronous, by "
-            "its I/O threads); no wait sampling, so the `db file parallel read` stand-in is n/a"
+            "its I/O threads); no wait sampling, so the `db file parallel read` stand-in is n/a",
         ],
     }

@@ -195,7 +195,7 @@ class MariaDBRunBackend:
         They are global (dynamic) variables, not session ones: set for the run and restored
         by shutdown(), so the server's own configuration (the private server's, which turns
         them off for SLOB's single-page reads) stays as it was. A run killed before it
-        restores leaves them on until restored by hand or a server restart (run notes)."""
+        restores leaves them on until set back by hand or a server restart (README)."""
         with connect(self.connect_kwargs) as conn, conn.cursor() as cur:
             self._saved_read_ahead = global_variables(conn, READ_AHEAD_SETTINGS)
             for name, value in PREFETCH_READ_AHEAD.items():
