@@ -10,8 +10,8 @@ reads in flight per session at the device, blocks per read request and read-ahea
 the on/off ratio of the medians. Numbers for people to read; the machine may be shared.
 With --data-dir, a PostgreSQL io_method set by ALTER SYSTEM there is RESET afterwards.
 
-    python bench/prefetch.py --engines postgresql,mariadb --io-methods sync,worker \\
-        --work-units 16,64 --sessions 4 --seconds 10 --repeats 3
+    python bench/prefetch.py --engines postgresql,mariadb --io_methods sync,worker \\
+        --work_units 16,64 --sessions 4 --seconds 10 --repeats 3
 """
 
 from __future__ import annotations

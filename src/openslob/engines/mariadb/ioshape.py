@@ -14,7 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def engine_io_shape(before: dict[str, Any], after: dict[str, Any], settings: dict[str, str]):
+def engine_io_shape(
+    before: dict[str, Any], after: dict[str, Any], settings: dict[str, str]
+) -> dict[str, Any]:
     """read_requests, blocks_read, avg_read_bytes, read-ahead pages (null when not read)."""
 
     def delta(name: str) -> float | None:

@@ -20,7 +20,9 @@ PARALLEL_READ_EVENT = "IO:AioIoCompletion"
 ASYNC_METHODS = ("worker", "io_uring")
 
 
-def engine_io_shape(io_rows: list[dict[str, Any]] | None, settings: dict[str, str]) -> dict:
+def engine_io_shape(
+    io_rows: list[dict[str, Any]] | None, settings: dict[str, str]
+) -> dict[str, Any]:
     """read_requests, blocks_read, avg_read_bytes (null when not measurable) and notes."""
     notes = [
         "read-ahead pages: n/a, PostgreSQL counts none (its prefetch is the read stream's "
