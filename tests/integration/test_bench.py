@@ -25,6 +25,7 @@ EXPECTED = {
     "rate_overhead.py": "rate_overhead:",
     "interval_overhead.py": "interval_overhead:",
     "client_memory.py": "client_memory:",
+    "prefetch.py": "reads/s",
 }
 
 

@@ -299,6 +299,8 @@ def test_run_time_series_zoom_together_and_print(results: Path, browser: webdriv
     shutil.copytree(sorted((results / "sweep-html").glob("update_pct-20_sessions-2"))[0], run_dir)
     page = write_page("report", str(run_dir), "--html", "-o", str(results / "run.html"))
     open_page(browser, page)
+    # the run's I/O shape block (PREFETCH) is in the page's report
+    assert "I/O shape (PREFETCH=off)" in browser.execute_script("return document.body.textContent")
     assert_all_drawn(browser, at_least=6)  # 5 time series + histogram + percentiles
     # one run: its I/O, not a "peak"; and how the database's IOPS and the device's relate
     cards = browser.find_element(By.CSS_SELECTOR, "#summary .cards").text

@@ -90,6 +90,14 @@ OPTIONS: tuple[Option, ...] = (
         RUN_SCOPES, minimum=1, maximum=1024, unit="rows", metavar="ROWS", workload=True,
     ),
     Option(
+        "PREFETCH", "bool", False,
+        "off: SLOB's one single-block read per row. on: the WORK_UNIT rows are read with "
+        "read-ahead (PostgreSQL: bitmap heap scan with effective_io_concurrency, concurrent "
+        "reads when io_method is worker or io_uring; MariaDB: InnoDB linear and random "
+        "read-ahead for the run), as the Exadata seed's prefetch study.",
+        RUN_SCOPES, slob=False, metavar="on|off", workload=True,
+    ),
+    Option(
         "RATE", "float", 0.0,
         "Target rate: total SLOBops per second over all sessions, each session following its "
         "own schedule (a share of RATE) inside the database loop; latency is then also "

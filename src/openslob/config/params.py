@@ -53,6 +53,7 @@ class Params:
     run_time: float  # seconds
     work_loop: int
     work_unit: int  # rows
+    prefetch: bool  # read-ahead for the WORK_UNIT rows (off: SLOB's single-block reads)
     rate: float  # SLOBops/s over all sessions; 0 = closed loop
     rate_dist: RateDist
     redo_stress: RedoStress

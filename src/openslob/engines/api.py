@@ -494,7 +494,9 @@ class EnginePlugin(
 
     # -- Workload
     @abstractmethod
-    def run_backend(self, target: Target, application_name: str, sessions: int) -> RunBackend: ...
+    def run_backend(
+        self, target: Target, application_name: str, sessions: int, *, prefetch: bool = False
+    ) -> RunBackend: ...
 
     @abstractmethod
     def rows_per_mb(self, settings: Settings) -> int:

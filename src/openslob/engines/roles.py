@@ -76,7 +76,9 @@ class Provisioning(Protocol):
 class Workload(Protocol):
     """What a run drives and watches on one instance."""
 
-    def run_backend(self, target: Target, application_name: str, sessions: int) -> RunBackend:
+    def run_backend(
+        self, target: Target, application_name: str, sessions: int, *, prefetch: bool = False
+    ) -> RunBackend:
         """Work sessions and monitor connections of one run on `target`."""
 
     def rows_per_mb(self, settings: Settings) -> int:

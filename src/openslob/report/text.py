@@ -19,6 +19,7 @@ from openslob.report.blocks import NA, WIDTH, fmt, fmt_us, latency_table, per_op
 from openslob.report.clocktext import clock_lines
 from openslob.report.cluster import cluster_section
 from openslob.report.intervaltext import interval_section
+from openslob.report.ioshape import ioshape_lines
 from openslob.report.rate import rate_section
 from openslob.report.storage import storage_lines
 
@@ -576,6 +577,7 @@ def render_text(run: dict[str, Any], wide: bool = False) -> str:
         _work(run),
         storage_lines(run),
         _io_profile(run, wide),
+        ioshape_lines(run),
         _calibration(run),
         _wal(run),
         _waits(run),

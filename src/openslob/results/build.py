@@ -28,6 +28,7 @@ from openslob.model.plan import CACHE_RATIO, schema_order
 from openslob.model.rates import per_s
 from openslob.model.states import RunStatus
 from openslob.results import health as dataset_health
+from openslob.results.ioshape import io_shape
 from openslob.results.rate import rate_warnings
 from openslob.results.record import RunRecord, SessionOutcome
 from openslob.results.rundir import SCHEMA_VERSION
@@ -328,6 +329,15 @@ def _instance_entry(
     sessions = record.sessions_of(index)
     window = info.engine_view.window()
     details = window.details(before, after, info.settings)
+    waits = _waits(inst.waits)
+    details["io_shape"] = io_shape(
+        details.get("io_shape"),
+        metrics,
+        len(sessions),
+        waits,
+        inst.wait_samples,
+        config.p.prefetch,
+    )
     schemas = sorted({o.schema for o in sessions}, key=schema_order)
     used = [*schemas, "user1"] if config.p.hot_schema_frequency else schemas
     both = bool(before and after)
@@ -340,7 +350,7 @@ def _instance_entry(
         "metrics": metrics,
         "latency": _latency(sessions),
         "latency_intended": _latency_intended(config, sessions),
-        "waits": _waits(inst.waits),
+        "waits": waits,
         "wait_samples": inst.wait_samples,
         "work_per_op": window.work_per_op(before, after, info.settings, config, _ops(sessions))
         if both
@@ -489,6 +499,7 @@ def build_run_json(
         "waits": _waits(waits),
         "wait_samples": sum(i.wait_samples for i in record.instances),
         "io": single["io"] if single else None,
+        "io_shape": single["io_shape"] if single else None,
         "statements": single["statements"] if single else None,
         "work_per_op": single["work_per_op"] if single else None,
         "tables": single["tables"] if single else None,

@@ -92,12 +92,12 @@ def local_server(
 
 
 def _run_instance(
-    prepared: PreparedInstance, application_name: str, sessions: int
+    prepared: PreparedInstance, application_name: str, sessions: int, prefetch: bool = False
 ) -> tuple[RunInstance, InstanceInfo, list[str]]:
     """How the run reaches and watches one instance, and what it knows of it up front."""
     resolved = prepared.target
     plugin = registry.plugin(resolved.engine)
-    backend = plugin.run_backend(resolved, application_name, sessions)
+    backend = plugin.run_backend(resolved, application_name, sessions, prefetch=prefetch)
     settings = backend.settings()
     local_data_dir, server_pid = local_server(plugin, resolved, settings)
     notes = []
@@ -180,7 +180,9 @@ def execute(
     run_dir.mkdir(parents=True, exist_ok=True)
     sessions = len(session_schemas(config))
     application_name = f"openslob-run {run_dir.name}"
-    parts = [_run_instance(p, application_name, sessions) for p in prepared.instances]
+    parts = [
+        _run_instance(p, application_name, sessions, config.p.prefetch) for p in prepared.instances
+    ]
     _check_hotspot(config, [instance for instance, _, _ in parts])
     script_env = {"SLOB_RUN_DIR": str(run_dir), "SLOB_SESSIONS": str(sessions)}
     infos = [info for _, info, _ in parts]

@@ -26,6 +26,7 @@ from openslob.engines.mariadb import galera_stats, horizon, stats
 from openslob.engines.mariadb.doctor import diagnose_target
 from openslob.engines.mariadb.engine import MariaDBEngine
 from openslob.engines.mariadb.galera import GaleraCluster, parse_cluster
+from openslob.engines.mariadb.ioshape import engine_io_shape
 from openslob.engines.mariadb.layout import layout_for, predicted_work
 from openslob.engines.mariadb.runner import MariaDBRunBackend
 from openslob.engines.mariadb.server import EmbeddedMariaDB, Secret
@@ -102,6 +103,7 @@ class MariaDBWindow(WindowStats):
             "statements": None,
             "notes": stats.notes(after) if after else [],
             "history_length": history,
+            "io_shape": engine_io_shape(before, after, settings) if before and after else None,
         }
 
     def ops_from_statements(self, before, after):  # type: ignore[no-untyped-def]
@@ -176,8 +178,13 @@ class MariaDBPlugin(EnginePlugin):
     def engine(self, target: Target) -> MariaDBEngine:
         return MariaDBEngine(target.connect)
 
-    def run_backend(self, target: Target, application_name: str, sessions: int) -> RunBackend:
-        return MariaDBRunBackend(target.connect, application_name, sessions)
+    def run_backend(
+        self, target: Target, application_name: str, sessions: int, *, prefetch: bool = False
+    ) -> RunBackend:
+        backend = MariaDBRunBackend(target.connect, application_name, sessions, prefetch=prefetch)
+        if prefetch:
+            backend.enable_read_ahead()
+        return backend
 
     def window(self) -> MariaDBWindow:
         return MariaDBWindow()

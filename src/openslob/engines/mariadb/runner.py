@@ -87,10 +87,18 @@ class Monitor:
 
 class MariaDBRunBackend:
     def __init__(
-        self, connect_kwargs: dict[str, Any], application_name: str, max_sessions: int = 1024
+        self,
+        connect_kwargs: dict[str, Any],
+        application_name: str,
+        max_sessions: int = 1024,
+        *,
+        prefetch: bool = False,
     ) -> None:
         self.connect_kwargs = connect_kwargs
         self.application_name = application_name
+        self.prefetch = prefetch
+        # The read-ahead variables as they were before the run (PREFETCH=on), to put back
+        self._saved_read_ahead: dict[str, str] | None = None
         # One thread per blocking call in flight: open + CALL per session, plus slack.
         self._threads = ThreadPoolExecutor(
             max_workers=max_sessions + 8, thread_name_prefix="slob-mariadb"
@@ -177,8 +185,38 @@ class MariaDBRunBackend:
         return isinstance(exc, pymysql.err.OperationalError | pymysql.err.InterfaceError)
 
     def shutdown(self) -> None:
-        """Release the worker threads (after every session is closed)."""
+        """Release the worker threads (after every session is closed); put the read-ahead
+        variables back."""
         self._threads.shutdown(wait=False, cancel_futures=True)
+        self.restore_read_ahead()
+
+    def enable_read_ahead(self) -> None:
+        """PREFETCH=on: InnoDB's linear and random read-ahead for this run.
+
+        They are global (dynamic) variables, not session ones: set for the run and restored
+        by shutdown(), so the server's own configuration (the private server's, which turns
+        them off for SLOB's single-page reads) stays as it was. A run killed before it
+        restores leaves them on until set back by hand or a server restart (README)."""
+        with connect(self.connect_kwargs) as conn, conn.cursor() as cur:
+            self._saved_read_ahead = global_variables(conn, READ_AHEAD_SETTINGS)
+            for name, value in PREFETCH_READ_AHEAD.items():
+                cur.execute(f"SET GLOBAL {name} = {value}")
+
+    def restore_read_ahead(self) -> None:
+        saved, self._saved_read_ahead = self._saved_read_ahead, None
+        if not saved:
+            return
+        with (
+            contextlib.suppress(pymysql.err.MySQLError, OSError, SetupError),
+            connect(self.connect_kwargs) as conn,
+            conn.cursor() as cur,
+        ):
+            for name, value in saved.items():
+                cur.execute(f"SET GLOBAL {name} = %s", [int(value) if value.isdigit() else value])
 
 
 RUN_SETTINGS = (*SHAPING_SETTINGS, "datadir", "pid_file", "version")
+READ_AHEAD_SETTINGS = ("innodb_read_ahead_threshold", "innodb_random_read_ahead")
+# PREFETCH=on: linear read-ahead at InnoDB's default threshold (56 sequential pages of an
+# extent read) and random read-ahead (13 pages of an extent in the pool: read the rest).
+PREFETCH_READ_AHEAD = {"innodb_read_ahead_threshold": "56", "innodb_random_read_ahead": "ON"}

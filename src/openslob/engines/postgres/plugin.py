@@ -29,6 +29,7 @@ from openslob.engines.common.work import with_predictions
 from openslob.engines.postgres import horizon, layout, stats
 from openslob.engines.postgres.doctor import diagnose_target
 from openslob.engines.postgres.engine import PostgresEngine
+from openslob.engines.postgres.ioshape import engine_io_shape
 from openslob.engines.postgres.runner import PostgresRunBackend
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model.errors import ConfigError
@@ -89,8 +90,10 @@ class PostgresWindow(WindowStats):
 
     def details(self, before, after, settings):  # type: ignore[no-untyped-def]
         both = bool(before and after)
+        io = stats.io_breakdown(before, after) if both else None
         return {
-            "io": stats.io_breakdown(before, after) if both else None,
+            "io": io,
+            "io_shape": engine_io_shape(io, settings) if both else None,
             "statements": stats.statement_deltas(before, after) if both else None,
             "notes": stats.version_notes(
                 after, wal_io_timing=settings.get("track_wal_io_timing") == "on"
@@ -186,8 +189,10 @@ class PostgresPlugin(EnginePlugin):
     def engine(self, target: Target) -> PostgresEngine:
         return PostgresEngine(target.connect)
 
-    def run_backend(self, target: Target, application_name: str, sessions: int) -> RunBackend:
-        return PostgresRunBackend(target.connect, application_name)
+    def run_backend(
+        self, target: Target, application_name: str, sessions: int, *, prefetch: bool = False
+    ) -> RunBackend:
+        return PostgresRunBackend(target.connect, application_name, prefetch=prefetch)
 
     def window(self) -> PostgresWindow:
         return PostgresWindow()

@@ -34,6 +34,7 @@ from openslob.engines.postgres.workload import (
     ASH_NOTICE,
     CLIENT_CHECK,
     CLIENT_CHECK_VERSION,
+    PREFETCH_IO_CONCURRENCY,
     ash_block,
     call_statement,
     session_settings,
@@ -165,9 +166,10 @@ async def _until(add: Any, remove: Any, fd: int) -> None:
 
 
 class PostgresRunBackend:
-    def __init__(self, conninfo: str, application_name: str) -> None:
+    def __init__(self, conninfo: str, application_name: str, *, prefetch: bool = False) -> None:
         self.conninfo = conninfo
         self.application_name = application_name
+        self.prefetch = prefetch
 
     async def open_session(self, session_id: int, schema: str) -> WorkSession:
         conn = await psycopg.AsyncConnection.connect(
@@ -176,7 +178,7 @@ class PostgresRunBackend:
             application_name=self.application_name,
             connect_timeout=CONNECT_TIMEOUT_S,
         )
-        await conn.execute(session_settings(conn.info.server_version))
+        await conn.execute(session_settings(conn.info.server_version, self.prefetch))
         return WorkSession(session_id, schema, conn, conn.info.backend_pid)
 
     async def call(self, session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:
@@ -321,7 +323,10 @@ class PostgresRunBackend:
                     " FROM pg_settings WHERE name = 'shared_buffers'"
                 ).fetchone()
             )
-        return {**dict(rows), "shared_buffers_bytes": str(shared_buffers)}
+        extra = {"prefetch": "on" if self.prefetch else "off"}
+        if self.prefetch:  # what the work sessions set, not the server's default
+            extra["effective_io_concurrency"] = str(PREFETCH_IO_CONCURRENCY)
+        return {**dict(rows), "shared_buffers_bytes": str(shared_buffers), **extra}
 
 
 _RUN_SETTINGS = (
@@ -332,4 +337,9 @@ _RUN_SETTINGS = (
     "data_directory",
     "block_size",
     "debug_io_direct",
+    # What PREFETCH can do on this server (PG 18: io_method, io_workers, io_combine_limit)
+    "io_method",
+    "io_workers",
+    "io_combine_limit",
+    "effective_io_concurrency",
 )

@@ -514,9 +514,20 @@ SESSION_SETTINGS = (
 # (14+) and cancels it once the client is gone. The wait sampler sets it too.
 CLIENT_CHECK = "SET client_connection_check_interval = '1s'"
 CLIENT_CHECK_VERSION = 140000
+# PREFETCH=on: the WORK_UNIT rows through a bitmap heap scan, whose read stream (PG 18; a
+# posix_fadvise hint before) asks for up to effective_io_concurrency pages ahead. With
+# io_method=worker/io_uring those reads are in flight together; with io_method=sync they are
+# still one synchronous read at a time (and direct I/O makes fadvise a no-op): run notes.
+PREFETCH_IO_CONCURRENCY = 64
+PREFETCH_SETTINGS = (
+    "SET enable_bitmapscan = on",
+    "SET enable_indexscan = off",  # the range must take the bitmap path, not the index scan
+    f"SET effective_io_concurrency = {PREFETCH_IO_CONCURRENCY}",
+)
 
 
-def session_settings(server_version: int) -> str:
+def session_settings(server_version: int, prefetch: bool = False) -> str:
     """The work session's settings, as one statement list."""
     checks = (CLIENT_CHECK,) if server_version >= CLIENT_CHECK_VERSION else ()
-    return "; ".join((*SESSION_SETTINGS, *checks))
+    extra = PREFETCH_SETTINGS if prefetch else ()
+    return "; ".join((*SESSION_SETTINGS, *extra, *checks))

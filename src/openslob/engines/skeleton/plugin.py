@@ -377,7 +377,11 @@ class SkeletonPlugin(EnginePlugin):
         return SkeletonEngine(target)
 
     # Workload
-    def run_backend(self, target: Target, application_name: str, sessions: int) -> RunBackend:
+    def run_backend(
+        self, target: Target, application_name: str, sessions: int, *, prefetch: bool = False
+    ) -> RunBackend:
+        # prefetch (PREFETCH=on): read the WORK_UNIT rows with the engine's read-ahead;
+        # off is SLOB's single-block read. Say in settings() what the sessions set.
         return SkeletonRunBackend(target, application_name, sessions)
 
     def rows_per_mb(self, settings: Settings) -> int:
