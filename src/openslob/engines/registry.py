@@ -9,8 +9,9 @@ asks this module for the plug-in of a run (by run.json engine.name), of a --targ
 from __future__ import annotations
 
 from difflib import get_close_matches
+from pathlib import Path
 
-from openslob.engines.api import EnginePlugin, Target, check_api
+from openslob.engines.api import ConfigView, EnginePlugin, Target, check_api
 from openslob.engines.mariadb.plugin import PLUGIN as MARIADB
 from openslob.engines.postgres.plugin import PLUGIN as POSTGRESQL
 from openslob.model import engine as engines
@@ -65,7 +66,9 @@ def check_target(target: str) -> None:
         raise ConfigError(f"{exc} ({advice})") from None
 
 
-def resolve(target: str, data_dir, config, *, start: bool = True) -> Target:  # type: ignore[no-untyped-def]
+def resolve(
+    target: str, data_dir: Path | None, config: ConfigView, *, start: bool = True
+) -> Target:
     return plugin_for_target(target).resolve(target, data_dir, config, start=start)
 
 

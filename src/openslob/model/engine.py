@@ -18,13 +18,33 @@ with no plug-in at hand: engines/registry.py announces each plug-in here (`annou
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 Snapshot = dict[str, Any]  # Monitor.snapshot(): every cumulative counter of one instance
 Settings = dict[str, str]  # RunBackend.settings(): the settings its figures depend on
-ConfigView = Mapping[str, Any]  # a config.resolve.Config (model sits below config)
+
+
+class ParamsView(Protocol):
+    """The typed parameters (config.params.Params) an engine reads of a run's config."""
+
+    @property
+    def scale(self) -> int: ...
+    @property
+    def work_unit(self) -> int: ...
+    @property
+    def scan_table_sz(self) -> int: ...
+    @property
+    def page_size(self) -> str: ...
+
+
+class ConfigView(Protocol):
+    """A config.resolve.Config as engines see it (model sits below config): its typed
+    parameters."""
+
+    @property
+    def p(self) -> ParamsView: ...
+
 
 # The terms every engine declares (the reports and metric labels name them), and those a
 # capability brings with it (a report section that exists only with the capability).

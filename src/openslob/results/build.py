@@ -83,7 +83,7 @@ def _ops(sessions: list[SessionOutcome]) -> dict[str, int] | None:
     finished = [o.window for o in sessions if o.window]
     if not finished:
         return None
-    return {kind: sum(int(w[f"ops_{kind}"]) for w in finished) for kind in OP_KINDS}
+    return {kind: sum(int(w[LOOP_RESULT.ops_of(kind).key]) for w in finished) for kind in OP_KINDS}
 
 
 def build_metrics(
@@ -128,8 +128,9 @@ def build_metrics(
     for key in (*HOST_FIGURES, "server_cpu_seconds"):
         metrics.setdefault(key, None)
     metrics["db_cpu_s"] = metrics.pop("server_cpu_seconds", None)
-    if ops is not None and metrics.get("lio_per_s") is not None and sum(ops.values()):
-        metrics["lio_per_op"] = metrics["lio_per_s"] * seconds / sum(ops.values())
+    total_ops = sum(ops.values()) if ops is not None else 0
+    if total_ops and metrics.get("lio_per_s") is not None:
+        metrics["lio_per_op"] = metrics["lio_per_s"] * seconds / total_ops
     metrics.update(_rate_figures(config, record, record.sessions_of(index)))
     return combine.round_figures(metrics)
 

@@ -186,7 +186,7 @@ def execute(
     _check_hotspot(config, [instance for instance, _, _ in parts])
     script_env = {"SLOB_RUN_DIR": str(run_dir), "SLOB_SESSIONS": str(sessions)}
     infos = [info for _, info, _ in parts]
-    files = [
+    files: list[TimeseriesWriter | HlogWriter | PercentileCsv] = [
         TimeseriesWriter(run_dir / TIMESERIES_FILE),
         HlogWriter(run_dir),
         PercentileCsv(run_dir),
@@ -231,7 +231,7 @@ def execute(
         run["calibration"] = calibration(calibrate_dir, sessions, run, notice)
     try:
         report = observers.render(run) if observers.render is not None else None
-        write_run(run_dir, run, report, cut_short=lost)  # NotSaved: disk full
+        write_run(run_dir, run, report or "", cut_short=lost)  # NotSaved: disk full
     finally:
         error = external_script(config.p.external_script, "end", script_env)
         if error:

@@ -31,7 +31,7 @@ async def connect_all(
     instances: list[RunInstance],
     record: RunRecord,
     sessions: list[Session],
-    fail: Callable[[str, str], None],
+    fail: Callable[[RunStatus, str], None],
 ) -> None:
     """Open every session of the run into `sessions`; record.sessions says where each went."""
     started = time.monotonic()

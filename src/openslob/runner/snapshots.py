@@ -99,7 +99,7 @@ class Snapshots:
 
     def _by_host(self, key: str) -> dict[str, Any] | None:
         """Each distinct host's snapshot (its first instance's); None if one is missing."""
-        hosts = {}
+        hosts: dict[str, Any] = {}
         for instance in self.instances:
             snap = getattr(instance.record, key)
             hosts.setdefault(instance.host_key, snap)

@@ -120,8 +120,9 @@ class Stopping:
 
     def _watchdog_done(self, task: asyncio.Task[None]) -> None:
         """A crashed watchdog must not pass silently: the run could no longer end itself."""
-        if not task.cancelled() and task.exception() is not None:
-            self.fail(RunStatus.FAILED, f"watchdog crashed: {first_line(task.exception())}")
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None:
+            self.fail(RunStatus.FAILED, f"watchdog crashed: {first_line(exc)}")
 
     def _dead_instances(self) -> list[RunInstance]:
         return [i for i in self.instances if i.server_alive is not None and not i.server_alive()]

@@ -269,6 +269,7 @@ def load_or_create(
 def _read_sweep(file: Path, plan: SweepPlan) -> dict[str, Any]:
     """sweep.json as this plan can resume it; OpenslobError naming the file and what is
     wrong (never a run directory outside the sweep's: it is replaced when rerun)."""
+    problem: str | None
     try:
         sweep = json.loads(file.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as exc:

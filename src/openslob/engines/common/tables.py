@@ -60,7 +60,7 @@ def wanted_tables(
     scale: int,
     scan_rows: int,
     seed: int,
-    spec: type[Spec] = TableSpec,
+    spec: type[Spec],
     ratio: float = 1.0,
 ) -> list[Spec]:
     specs: list[Spec] = []

@@ -28,7 +28,11 @@ def describe_target(kwargs: dict[str, Any]) -> str:
 
 def connect(kwargs: dict[str, Any], **extra: Any) -> pymysql.connections.Connection:
     """A PyMySQL connection (autocommit) or a one-line SetupError naming the target."""
-    options = {"autocommit": True, "charset": "utf8mb4", "connect_timeout": CONNECT_TIMEOUT_S}
+    options: dict[str, Any] = {
+        "autocommit": True,
+        "charset": "utf8mb4",
+        "connect_timeout": CONNECT_TIMEOUT_S,
+    }
     options.update(kwargs)
     options.update(extra)
     try:

@@ -16,6 +16,7 @@ from contextlib import suppress
 
 import pymysql
 
+from openslob.engines.common.rows import one
 from openslob.engines.mariadb.connection import ident
 from openslob.model.compressibility import (
     SAMPLE_BYTES,
@@ -68,7 +69,7 @@ def table_compressibility(
     index): the storage sees both; the rows are the data set."""
     with conn.cursor() as cur:
         cur.execute("SELECT @@datadir, @@innodb_file_per_table")
-        datadir, per_table = cur.fetchone()
+        datadir, per_table = one(cur.fetchone())
         cur.execute(
             "SELECT FILE_SIZE FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME = %s",
             [f"{schema}/{table}"],

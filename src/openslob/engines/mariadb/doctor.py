@@ -11,6 +11,7 @@ import pymysql
 from openslob.config.resolve import Config
 from openslob.engines.api import Finding
 from openslob.engines.common import doctor
+from openslob.engines.common.rows import one
 from openslob.engines.mariadb.connection import check_version, connect, global_variables
 from openslob.engines.mariadb.layout import layout_for
 from openslob.engines.mariadb.stats import DATA_FILE
@@ -67,7 +68,7 @@ def diagnose(conn: pymysql.connections.Connection, config: Config, sessions: int
 def _privileges(conn: pymysql.connections.Connection) -> list[Finding]:
     with conn.cursor() as cur:
         cur.execute("SELECT CURRENT_USER()")
-        (user,) = cur.fetchone()
+        (user,) = one(cur.fetchone())
         cur.execute(
             "SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = %s",
             ["'{}'@'{}'".format(*user.rsplit("@", 1))],

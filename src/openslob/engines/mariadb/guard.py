@@ -15,6 +15,7 @@ from typing import Any
 
 import pymysql
 
+from openslob.engines.common.rows import one
 from openslob.engines.mariadb.connection import connect, describe_target
 from openslob.model.errors import BusyError, SetupError
 from openslob.model.loop import LOOP_PARAMS
@@ -45,7 +46,7 @@ class DatasetLock:
         self.conn = connect(self.connect_kwargs, program_name=f"{LOCK_APP} {self.purpose}")
         with self.conn.cursor() as cur:
             cur.execute("SELECT GET_LOCK(%s, 0)", [LOCK_NAME])
-            (got,) = cur.fetchone()
+            (got,) = one(cur.fetchone())
         if got != 1:
             holder = holder_text(self.conn)
             self.release()
@@ -90,7 +91,7 @@ def lock_holder(connect_kwargs: dict[str, Any]) -> str | None:
         conn.cursor() as cur,
     ):
         cur.execute("SELECT IS_USED_LOCK(%s)", [LOCK_NAME])
-        if cur.fetchone()[0] is not None:
+        if one(cur.fetchone())[0] is not None:
             return holder_text(conn)
     return None
 

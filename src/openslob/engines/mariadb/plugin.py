@@ -15,9 +15,12 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from openslob.config.resolve import Config
 from openslob.engines.api import (
     Capabilities,
+    ConfigView,
     EnginePlugin,
     Finding,
     RunBackend,
+    Settings,
+    Snapshot,
     Target,
     WindowStats,
 )
@@ -85,10 +88,17 @@ def _page_size(settings: dict[str, str]) -> int:
 class MariaDBWindow(WindowStats):
     """The window's figures from two stats.take_snapshot snapshots."""
 
-    def metrics(self, before, after, seconds, settings, own_commits):  # type: ignore[no-untyped-def]
+    def metrics(
+        self,
+        before: Snapshot,
+        after: Snapshot,
+        seconds: float,
+        settings: Settings,
+        own_commits: int,
+    ) -> dict[str, Any]:
         return stats.snapshot_delta(before, after, seconds)
 
-    def details(self, before, after, settings):  # type: ignore[no-untyped-def]
+    def details(self, before: Snapshot, after: Snapshot, settings: Settings) -> dict[str, Any]:
         key = "Innodb_history_list_length"
         first = ((before or {}).get("status") or {}).get(key)
         last = ((after or {}).get("status") or {}).get(key)
@@ -106,10 +116,19 @@ class MariaDBWindow(WindowStats):
             "io_shape": engine_io_shape(before, after, settings) if before and after else None,
         }
 
-    def ops_from_statements(self, before, after):  # type: ignore[no-untyped-def]
+    def ops_from_statements(
+        self, before: Snapshot | None, after: Snapshot | None
+    ) -> dict[str, int] | None:
         return None  # InnoDB counts no statements per kind of the loop
 
-    def work_per_op(self, before, after, settings, config, ops):  # type: ignore[no-untyped-def]
+    def work_per_op(
+        self,
+        before: Snapshot,
+        after: Snapshot,
+        settings: Settings,
+        config: ConfigView,
+        ops: dict[str, int] | None,
+    ) -> dict[str, Any] | None:
         size = _page_size(settings)
         predicted = (
             predicted_work(
@@ -248,7 +267,7 @@ class MariaDBPlugin(EnginePlugin):
     def error_hint(self, exc: BaseException) -> tuple[str, str | None] | None:
         if not type(exc).__module__.startswith("pymysql"):
             return None
-        args = getattr(exc, "args", ())
+        args: tuple[Any, ...] = exc.args
         code = args[0] if args and isinstance(args[0], int) else 0
         return (str(args[1]) if len(args) > 1 else str(exc)), _HINTS.get(code)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pymysql
 
+from openslob.engines.api import WaitSamples
 from openslob.engines.common.rows import one
 from openslob.engines.mariadb import horizon, stats
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, connect, global_variables
@@ -71,6 +72,13 @@ class Monitor:
         with self.conn.cursor() as cur:
             cur.execute("SELECT UNIX_TIMESTAMP(SYSDATE(6))")
             return float(one(cur.fetchone())[0])
+
+    def sample_waits(
+        self, application_name: str, start_epoch: float, end_epoch: float | None, hz: float
+    ) -> WaitSamples:
+        """Never called: MariaDB's Capabilities say no wait sampling (no wait events per
+        session that a sampler could read without a snapshot of its own)."""
+        raise SetupError("MariaDB has no wait sampling (Capabilities.wait_sampling is off)")
 
     def cancel(self) -> None:
         with (

@@ -22,6 +22,7 @@ from typing import Any
 import pymysql
 
 from openslob.engines.api import Check
+from openslob.engines.common.rows import one
 from openslob.engines.common.verify import (
     VerifierBase,
     compression_check,
@@ -123,7 +124,7 @@ class TableVerifier(VerifierBase):
                 "  AND DATA_SIZE > NUMBER_RECORDS * %s",
                 [ident(spec.schema, spec.table), LEAF_RECORD_MIN_BYTES],
             )
-            seen_pages, seen_rows, max_per_page, record_bytes = cur.fetchone()
+            seen_pages, seen_rows, max_per_page, record_bytes = one(cur.fetchone())
             cur.execute(
                 "SELECT stat_value FROM mysql.innodb_index_stats WHERE database_name = %s"
                 " AND table_name = %s AND index_name = 'PRIMARY' AND stat_name = 'n_leaf_pages'",

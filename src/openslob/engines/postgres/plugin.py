@@ -19,9 +19,12 @@ from openslob.config.option import BLOCK_SIZE
 from openslob.config.resolve import Config
 from openslob.engines.api import (
     Capabilities,
+    ConfigView,
     EnginePlugin,
     Finding,
     RunBackend,
+    Settings,
+    Snapshot,
     Target,
     WindowStats,
 )
@@ -52,12 +55,12 @@ _HINTS = {
 # PostgreSQL's own figures, in run.json metrics and each interval's: the background work
 # that shares the device with the sessions.
 METRICS = tuple(
-    Metric(key, unit, label, live=True, source="engine", **kw)
-    for key, unit, label, kw in (
-        ("checkpoints", "checkpoints", "Checkpoints begun", {"digits": 0}),
-        ("checkpoint_write_mb_per_s", "MB/s", "Checkpointer write MB/s", {}),
-        ("bgwriter_write_mb_per_s", "MB/s", "Background writer write MB/s", {}),
-        ("wal_segments", "segments", "{log} segments begun", {"digits": 0}),
+    Metric(key, unit, label, live=True, source="engine", digits=digits)
+    for key, unit, label, digits in (
+        ("checkpoints", "checkpoints", "Checkpoints begun", 0),
+        ("checkpoint_write_mb_per_s", "MB/s", "Checkpointer write MB/s", 1),
+        ("bgwriter_write_mb_per_s", "MB/s", "Background writer write MB/s", 1),
+        ("wal_segments", "segments", "{log} segments begun", 0),
     )
 )
 
@@ -78,7 +81,14 @@ LIBPQ_CHOICES = {
 class PostgresWindow(WindowStats):
     """The window's figures from two stats.take_snapshot snapshots."""
 
-    def metrics(self, before, after, seconds, settings, own_commits):  # type: ignore[no-untyped-def]
+    def metrics(
+        self,
+        before: Snapshot,
+        after: Snapshot,
+        seconds: float,
+        settings: Settings,
+        own_commits: int,
+    ) -> dict[str, Any]:
         return stats.snapshot_delta(
             before,
             after,
@@ -88,7 +98,7 @@ class PostgresWindow(WindowStats):
             own_commits=own_commits,
         )
 
-    def details(self, before, after, settings):  # type: ignore[no-untyped-def]
+    def details(self, before: Snapshot, after: Snapshot, settings: Settings) -> dict[str, Any]:
         both = bool(before and after)
         io = stats.io_breakdown(before, after) if both else None
         return {
@@ -101,7 +111,9 @@ class PostgresWindow(WindowStats):
             "history_length": None,
         }
 
-    def ops_from_statements(self, before, after):  # type: ignore[no-untyped-def]
+    def ops_from_statements(
+        self, before: Snapshot | None, after: Snapshot | None
+    ) -> dict[str, int] | None:
         if not (before and after):
             return None
         first = stats.loop_counters(before.get("statements"))
@@ -110,7 +122,14 @@ class PostgresWindow(WindowStats):
             return None
         return {kind: int(last[f"calls_{kind}"] - first[f"calls_{kind}"]) for kind in OP_KINDS}
 
-    def work_per_op(self, before, after, settings, config, ops):  # type: ignore[no-untyped-def]
+    def work_per_op(
+        self,
+        before: Snapshot,
+        after: Snapshot,
+        settings: Settings,
+        config: ConfigView,
+        ops: dict[str, int] | None,
+    ) -> dict[str, Any] | None:
         predicted = layout.predicted_work(
             config.p.work_unit, config.p.scan_table_sz, before.get("tables") or {}
         )

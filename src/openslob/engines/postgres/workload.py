@@ -29,6 +29,7 @@ import psycopg
 from psycopg import sql
 
 from openslob.engines.common.loopsql import next_pairs, pair_list, result_pairs
+from openslob.engines.common.rows import one
 from openslob.engines.postgres.dataset import META_SCHEMA, PAD_COLUMNS
 from openslob.engines.postgres.layout import WIDE_BYTES, WIDE_COLUMNS
 from openslob.engines.postgres.rowbytes import random_bytes
@@ -455,13 +456,15 @@ def ash_block(
 def recorded_ratios(conn: psycopg.Connection) -> dict[str, float]:
     """COMPRESS_RATIO each schema's cf1 was loaded with (updates write the same)."""
     meta = f"{META_SCHEMA}.datasets"
-    if conn.execute("SELECT to_regclass(%s)", [meta]).fetchone()[0] is None:
+    if one(conn.execute("SELECT to_regclass(%s)", [meta]).fetchone())[0] is None:
         return {}
-    has_ratio = conn.execute(
-        "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass"
-        " AND attname = 'compress_ratio' AND NOT attisdropped",
-        [meta],
-    ).fetchone()[0]
+    (has_ratio,) = one(
+        conn.execute(
+            "SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass"
+            " AND attname = 'compress_ratio' AND NOT attisdropped",
+            [meta],
+        ).fetchone()
+    )
     if not has_ratio:
         return {}
     rows = conn.execute(
