@@ -28,6 +28,7 @@ from openslob.config.resolve import Config, defaults
 from openslob.engines import registry
 from openslob.engines.api import Engine, SetupResult, Target, VerifyResult
 from openslob.runner import dataset
+from openslob.runner.precondition import remove_work_dir
 from openslob.runner.prepare import hold_dataset, one_per_data_group, parallel, setup_dataset
 from openslob.runner.targets import resolve_targets
 
@@ -267,3 +268,5 @@ def destroy(yes: bool, targets: tuple[str, ...], data_dir: Path | None) -> None:
             lock.release()
         on = f" on {resolved.label}" if len(engines) > 1 else ""
         out.print(f"dropped {', '.join(dropped)}{on}" if dropped else f"nothing to drop{on}")
+        if resolved.server is not None and remove_work_dir(resolved.server.instance_dir):
+            out.print(f"removed the files of `slob precondition`{on}")

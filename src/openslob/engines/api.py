@@ -47,6 +47,7 @@ from openslob.engines.records import (
     PROFILES,
     Check,
     Finding,
+    RewriteExtent,
     ServerState,
     SetupResult,
     TableLoad,
@@ -102,6 +103,7 @@ __all__ = [  # what an engine and its users import from here (records and model'
     "PrivateServers",
     "ProgressCallback",
     "Provisioning",
+    "RewriteExtent",
     "RunBackend",
     "ServerState",
     "Session",
@@ -193,6 +195,22 @@ class Engine(ABC):
         """What the storage sees of the data set's tables in `schemas`: compression and
         dedupe ratios measured on a sample of their data files (model/compressibility.py)."""
         return Compressibility.unmeasured(f"{self.name}: not measured by this engine")
+
+    # `slob precondition --mode engine` (runner/precondition.py): the data set's pages
+    # written over with the engine's own writes. An engine that cannot says so here.
+    def rewrite_plan(self, config: Config) -> list[RewriteExtent]:
+        """The tables of the data set (cf1 and cf2 of every schema `config` names) as the
+        units rewrite() takes, in the order they are rewritten."""
+        raise ConfigError(f"{self.name} cannot rewrite its data set: use --mode seq or random")
+
+    def rewrite(self, extent: RewriteExtent, first: int, count: int) -> None:
+        """Write units [first, first + count) of `extent` over with new random bytes of the
+        same length and compressibility (layout and rows per page unchanged), committed."""
+        raise ConfigError(f"{self.name} cannot rewrite its data set")
+
+    def flush_writes(self, extents: list[RewriteExtent]) -> None:
+        """The engine's checkpoint: the rewritten pages of `extents` reach the device."""
+        raise ConfigError(f"{self.name} cannot rewrite its data set")
 
     @abstractmethod
     def identity(self) -> tuple[str, str]:

@@ -10,6 +10,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+@dataclass(frozen=True)
+class RewriteExtent:
+    """One table of the data set as `slob precondition --mode engine` rewrites it: `units`
+    (pages, or rows where the engine addresses rows) numbered 0..units-1, `unit_bytes` each."""
+
+    relation: str  # schema.table
+    units: int
+    unit_bytes: int
+
+    @property
+    def bytes(self) -> int:
+        return self.units * self.unit_bytes
+
+
 @dataclass
 class TableLoad:
     """One line of the load summary."""

@@ -67,7 +67,8 @@ class PrivateServers(Protocol):
 
 @runtime_checkable
 class Provisioning(Protocol):
-    """The data set's lifecycle on a target: setup, verify, destroy, locks."""
+    """The data set's lifecycle on a target: setup, verify, destroy, locks, and rewriting
+    its pages for `slob precondition` (Engine.rewrite_plan, rewrite, flush_writes)."""
 
     def engine(self, target: Target) -> Engine: ...
 

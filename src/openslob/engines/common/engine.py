@@ -19,6 +19,7 @@ from openslob.engines.api import (
     DatasetLock,
     Engine,
     ProgressCallback,
+    RewriteExtent,
     SetupResult,
     VerifyResult,
 )
@@ -33,9 +34,12 @@ class SlobEngine(Engine):
     table_spec: type[tables.TableSpec] = tables.TableSpec
     guard: ModuleType
 
-    def __init__(self, target: Any, loader: Any) -> None:
+    def __init__(self, target: Any, loader: Any, rewriter: Any) -> None:
         self._target = target
         self._loader = loader
+        # plan(relations), rewrite(extent, first, count), flush(), cancel(), close():
+        # engines/<name>/precondition.py
+        self._rewriter = rewriter
 
     # ------------------------------------------------------------- what an engine adds
 
@@ -96,6 +100,20 @@ class SlobEngine(Engine):
 
     def cancel(self) -> None:
         self._loader.cancel()
+        self._rewriter.cancel()
+
+    # ----------------------------------------------------- slob precondition --mode engine
+
+    def rewrite_plan(self, config: Config) -> list[RewriteExtent]:
+        self.check_server()
+        relations = [f"{s.schema}.{s.table}" for s in self.specs(config)]
+        return list(self._rewriter.plan(relations))
+
+    def rewrite(self, extent: RewriteExtent, first: int, count: int) -> None:
+        self._rewriter.rewrite(extent, first, count)
+
+    def flush_writes(self, extents: list[RewriteExtent]) -> None:
+        self._rewriter.flush(extents)
 
     def missing_tables(self, config: Config, schemas: list[str]) -> dict[str, str]:
         return tables.missing_tables(self._loader, config, self.table_spec, schemas)

@@ -98,19 +98,25 @@ def random_share(pad: int, ratio: float) -> int:
     return max(_SPLICED_BYTES, min(pad, round(pad / ratio - _RUN_COST_BYTES)))
 
 
+def pad_expressions(pad: int, ratio: float, salt: str) -> list[str]:
+    """c2..c20 of a row: AES-128 of counter blocks %(ctrN)s under a key from (%(<salt>)s,
+    custid), cut to the random share of `pad`, then zeros (COMPRESS_RATIO)."""
+    random = random_share(pad, ratio)
+    zeros = f", REPEAT(0x00, {pad - random})" if random < pad else ""
+    return [
+        f"CONCAT(LEFT(AES_ENCRYPT(%(ctr{i})s, UNHEX(SHA2(CONCAT_WS(':', %({salt})s, custid),"
+        f" 256))), {random}){zeros})"
+        for i in range(len(PAD_COLUMNS))
+    ]
+
+
 def load_sql(spec: TableSpec, layout: RowLayout) -> str:
     """Insert all rows in pk order.
 
     The rank (pk) comes from a window over the bare keys, sorted small; the wide padding is
     computed in the outer select list, after the sort, so it never goes through a filesort.
     """
-    random = random_share(layout.pad, spec.ratio)
-    zeros = f", REPEAT(0x00, {layout.pad - random})" if random < layout.pad else ""
-    pads = ", ".join(
-        f"CONCAT(LEFT(AES_ENCRYPT(%(ctr{i})s, UNHEX(SHA2(CONCAT_WS(':', %(seed)s, custid),"
-        f" 256))), {random}){zeros})"
-        for i in range(len(PAD_COLUMNS))
-    )
+    pads = ", ".join(pad_expressions(layout.pad, spec.ratio, "seed"))
     cols = ", ".join(ident(c) for c in PAD_COLUMNS)
     seq = ident(spec.schema, f"seq_1_to_{spec.rows}")
     return (

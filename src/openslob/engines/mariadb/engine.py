@@ -20,6 +20,7 @@ from openslob.engines.mariadb.connection import (
 from openslob.engines.mariadb.datafiles import table_compressibility
 from openslob.engines.mariadb.dataset import DatasetLoader, TableSpec
 from openslob.engines.mariadb.layout import RowLayout, layout_for
+from openslob.engines.mariadb.precondition import RowRewriter
 from openslob.engines.mariadb.verify import TableVerifier
 from openslob.engines.mariadb.workload import install_procedures
 from openslob.model.compressibility import Compressibility
@@ -35,7 +36,7 @@ class MariaDBEngine(SlobEngine):
     guard = guard
 
     def __init__(self, connect_kwargs: dict[str, Any]) -> None:
-        super().__init__(connect_kwargs, DatasetLoader(connect_kwargs))
+        super().__init__(connect_kwargs, DatasetLoader(connect_kwargs), RowRewriter(connect_kwargs))
         self.connect_kwargs = connect_kwargs
         self._layout: RowLayout | None = None
 

@@ -14,6 +14,7 @@ from openslob.engines.common.rows import one
 from openslob.engines.postgres import guard
 from openslob.engines.postgres.datafiles import relation_compressibility
 from openslob.engines.postgres.dataset import DatasetLoader, TableSpec
+from openslob.engines.postgres.precondition import PageRewriter
 from openslob.engines.postgres.verify import TableVerifier, amcheck_available
 from openslob.engines.postgres.workload import install_procedures
 from openslob.model.compressibility import Compressibility
@@ -45,7 +46,7 @@ class PostgresEngine(SlobEngine):
     guard = guard
 
     def __init__(self, conninfo: str) -> None:
-        super().__init__(conninfo, DatasetLoader(conninfo))
+        super().__init__(conninfo, DatasetLoader(conninfo), PageRewriter(conninfo))
         self.conninfo = conninfo
 
     def _connect(self) -> psycopg.Connection:

@@ -36,6 +36,7 @@ from openslob.engines.api import (
     Monitor,
     PrivateServer,
     ProgressCallback,
+    RewriteExtent,
     RunBackend,
     ServerState,
     Session,
@@ -236,6 +237,21 @@ class SkeletonEngine(Engine):
         raise NotImplementedError(TODO)
 
     def identity(self) -> tuple[str, str]:
+        raise NotImplementedError(TODO)
+
+    def rewrite_plan(self, config: Config) -> list[RewriteExtent]:
+        # `slob precondition --mode engine`: cf1 and cf2 of each schema as units (pages, or
+        # rows where the engine addresses rows). Leave the three out and precondition says
+        # the engine cannot (Engine's defaults): --mode seq|random still works.
+        raise NotImplementedError(TODO)
+
+    def rewrite(self, extent: RewriteExtent, first: int, count: int) -> None:
+        # One committed batch: new random bytes of the same length and compressibility, so
+        # rows per page and what the storage sees stay (postgres/precondition.py).
+        raise NotImplementedError(TODO)
+
+    def flush_writes(self, extents: list[RewriteExtent]) -> None:
+        # The engine's checkpoint, so that the writes reach the device.
         raise NotImplementedError(TODO)
 
     def lock_dataset(self, purpose: str) -> DatasetLock:
