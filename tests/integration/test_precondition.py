@@ -115,23 +115,18 @@ def test_engine_mode_rewrites_every_innodb_row(maria: EmbeddedMariaDB, tmp_path:
     assert verified.exit_code == 0, verified.output  # 2 rows per leaf page, compression
 
 
-def _active_rewrites(server: EmbeddedServer) -> int:
-    with psycopg.connect(server.conninfo(), autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE application_name = 'openslob-precondition' AND state = 'active'"
-        ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def test_ctrl_c_keeps_the_state_and_a_rerun_continues(pg: EmbeddedServer, tmp_path: Path) -> None:
-    state_file = pg.data_dir / WORK_DIR_NAME / STATE_FILE
-    args = ["precondition", "--passes", "12", "--results", str(tmp_path / "first")]
-    proc = slob_subprocess(*args, data_dir=pg.data_dir, cwd=tmp_path)
+def _interrupt_and_resume(
+    state_file: Path, target: list[str], data_dir: Path, tmp_path: Path, passes: int
+) -> tuple[str, dict]:
+    """Ctrl-C an engine precondition of `passes` once a batch is done, check what it kept,
+    run the same command again; (stderr of the first, the second's summary)."""
+    args = ["precondition", "--passes", str(passes), *target]
+    first = tmp_path / "first"
+    proc = slob_subprocess(*args, "--results", str(first), data_dir=data_dir, cwd=tmp_path)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # until a batch of this run is done
         doc = json.loads(state_file.read_text()) if state_file.exists() else {}
-        if doc.get("key", {}).get("passes") == 12 and doc.get("bytes_written", 0) > 0:
+        if doc.get("key", {}).get("passes") == passes and doc.get("bytes_written", 0) > 0:
             break
         time.sleep(0.01)
     sent = time.monotonic()
@@ -140,18 +135,48 @@ def test_ctrl_c_keeps_the_state_and_a_rerun_continues(pg: EmbeddedServer, tmp_pa
     assert time.monotonic() - sent < 5
     assert proc.returncode == 130, stderr
     assert "the same command continues it" in stderr
-    assert _active_rewrites(pg) == 0
     kept = json.loads(state_file.read_text())
-    assert 0 < kept["bytes_written"] < 12 * ROWS * 8192
-    first = _summary(tmp_path / "first")
-    assert not first["complete"] and first["bytes_written"] == kept["bytes_written"]
-    results = tmp_path / "second"
-    result = _slob(pg, tmp_path, "precondition", "--passes", "12", "--results", str(results))
+    assert 0 < kept["bytes_written"] < passes * ROWS * 8192
+    interrupted = _summary(first)
+    assert not interrupted["complete"]
+    assert interrupted["bytes_written"] == kept["bytes_written"]
+    second = tmp_path / "second"
+    result = invoke(
+        *args, "--results", str(second), cwd=tmp_path, env={"SLOB_DATA_DIR": str(data_dir)}
+    )
     assert result.exit_code == 0, result.output
     assert "resuming" in result.output
-    doc = _summary(results)
+    doc = _summary(second)
     assert doc["resumed"] and doc["complete"]
-    assert doc["bytes_written"] == 12 * ROWS * 8192  # nothing counted twice, nothing lost
+    assert doc["bytes_written"] == passes * ROWS * 8192  # nothing counted twice, nothing lost
+    return stderr, doc
+
+
+def test_ctrl_c_keeps_the_state_and_a_rerun_continues(pg: EmbeddedServer, tmp_path: Path) -> None:
+    state_file = pg.data_dir / WORK_DIR_NAME / STATE_FILE
+    with psycopg.connect(pg.conninfo(), autocommit=True) as watcher:
+        _interrupt_and_resume(state_file, [], pg.data_dir, tmp_path, 12)
+        row = watcher.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+            ["openslob-precondition"],
+        ).fetchone()
+    assert row == (0,)  # the statement was cancelled and the session closed
+
+
+def test_ctrl_c_on_mariadb_kills_the_statement(maria: EmbeddedMariaDB, tmp_path: Path) -> None:
+    target = ["--target", "embedded-mariadb", "--data-dir", str(maria.base_dir)]
+    assert invoke("setup", *SMALL, *target, cwd=tmp_path).exit_code == 0  # as it is: valid
+    state_file = maria.dir / WORK_DIR_NAME / STATE_FILE
+    _interrupt_and_resume(state_file, target, maria.base_dir, tmp_path, 5)
+    conn = pymysql.connect(**maria.connect_kwargs())
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FROM information_schema.PROCESSLIST"
+            " WHERE INFO LIKE '%%openslob-precondition%%' AND ID <> CONNECTION_ID()"
+        )
+        row = cur.fetchone()
+    conn.close()
+    assert row == (0,)
 
 
 @pytest.fixture()

@@ -23,8 +23,10 @@ from openslob.engines.postgres.dataset import BLOCK_SIZE
 from openslob.engines.postgres.layout import PAD_COLUMNS, WIDE_BYTES, WIDE_COLUMNS
 from openslob.engines.postgres.rowbytes import random_bytes
 from openslob.engines.postgres.workload import recorded_ratios
+from openslob.model.errors import ConfigError
 
 APP = "openslob-precondition"
+TID_RANGE_SCAN_VERSION = 140000
 
 
 def rewrite_sql(relation: str, ratio: float) -> sql.Composed:
@@ -58,6 +60,11 @@ class PageRewriter:
 
     def plan(self, relations: list[str]) -> list[RewriteExtent]:
         conn = self._connection()
+        if conn.info.server_version < TID_RANGE_SCAN_VERSION:  # else each batch scans all
+            raise ConfigError(
+                "--mode engine: needs PostgreSQL 14 or later (TID range scans); "
+                "use --mode seq or random"
+            )
         extents = []
         for relation in relations:
             (size,) = one(
