@@ -10,7 +10,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -116,7 +116,12 @@ def test_engine_mode_rewrites_every_innodb_row(maria: EmbeddedMariaDB, tmp_path:
 
 
 def _interrupt_and_resume(
-    state_file: Path, target: list[str], data_dir: Path, tmp_path: Path, passes: int
+    state_file: Path,
+    target: list[str],
+    data_dir: Path,
+    tmp_path: Path,
+    passes: int,
+    sessions_left: Callable[[], int],
 ) -> tuple[str, dict]:
     """Ctrl-C an engine precondition of `passes` once a batch is done, check what it kept,
     run the same command again; (stderr of the first, the second's summary)."""
@@ -135,6 +140,10 @@ def _interrupt_and_resume(
     assert time.monotonic() - sent < 5
     assert proc.returncode == 130, stderr
     assert "the same command continues it" in stderr
+    gone = time.monotonic() + 3  # the server notices the closed socket within moments
+    while sessions_left() and time.monotonic() < gone:
+        time.sleep(0.05)
+    assert sessions_left() == 0  # no statement of ours left running
     kept = json.loads(state_file.read_text())
     assert 0 < kept["bytes_written"] < passes * ROWS * 8192
     interrupted = _summary(first)
@@ -149,34 +158,43 @@ def _interrupt_and_resume(
     doc = _summary(second)
     assert doc["resumed"] and doc["complete"]
     assert doc["bytes_written"] == passes * ROWS * 8192  # nothing counted twice, nothing lost
+    assert sessions_left() == 0  # the last pass closed its connection
     return stderr, doc
 
 
 def test_ctrl_c_keeps_the_state_and_a_rerun_continues(pg: EmbeddedServer, tmp_path: Path) -> None:
     state_file = pg.data_dir / WORK_DIR_NAME / STATE_FILE
     with psycopg.connect(pg.conninfo(), autocommit=True) as watcher:
-        _interrupt_and_resume(state_file, [], pg.data_dir, tmp_path, 12)
-        row = watcher.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
-            ["openslob-precondition"],
-        ).fetchone()
-    assert row == (0,)  # the statement was cancelled and the session closed
+
+        def left() -> int:
+            row = watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                ["openslob-precondition"],
+            ).fetchone()
+            return int(row[0]) if row else -1
+
+        _interrupt_and_resume(state_file, [], pg.data_dir, tmp_path, 12, left)
 
 
 def test_ctrl_c_on_mariadb_kills_the_statement(maria: EmbeddedMariaDB, tmp_path: Path) -> None:
     target = ["--target", "embedded-mariadb", "--data-dir", str(maria.base_dir)]
     assert invoke("setup", *SMALL, *target, cwd=tmp_path).exit_code == 0  # as it is: valid
     state_file = maria.dir / WORK_DIR_NAME / STATE_FILE
-    _interrupt_and_resume(state_file, target, maria.base_dir, tmp_path, 5)
     conn = pymysql.connect(**maria.connect_kwargs())
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT count(*) FROM information_schema.PROCESSLIST"
-            " WHERE INFO LIKE '%%openslob-precondition%%' AND ID <> CONNECTION_ID()"
-        )
-        row = cur.fetchone()
-    conn.close()
-    assert row == (0,)
+
+    def left() -> int:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT count(*) FROM information_schema.PROCESSLIST"
+                " WHERE INFO LIKE '%%openslob-precondition%%' AND ID <> CONNECTION_ID()"
+            )
+            row = cur.fetchone()
+        return int(row[0]) if row else -1
+
+    try:
+        _interrupt_and_resume(state_file, target, maria.base_dir, tmp_path, 5, left)
+    finally:
+        conn.close()
 
 
 @pytest.fixture()

@@ -113,7 +113,11 @@ class SlobEngine(Engine):
         self._rewriter.rewrite(extent, first, count)
 
     def flush_writes(self, extents: list[RewriteExtent]) -> None:
-        self._rewriter.flush(extents)
+        """The checkpoint ends a pass: its connection goes too (the next pass opens one)."""
+        try:
+            self._rewriter.flush(extents)
+        finally:
+            self._rewriter.close()
 
     def missing_tables(self, config: Config, schemas: list[str]) -> dict[str, str]:
         return tables.missing_tables(self._loader, config, self.table_spec, schemas)
