@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from openslob.engines.mariadb.server import MARIADBD
 from openslob.engines.postgres.server import EmbeddedServer
@@ -80,6 +81,8 @@ def test_postgres_steady_from_the_start_stops_early_and_cleanly(pg) -> None:
     data_dir, cwd = pg
     args = [*PG_DATA, *PACED, "--run-time", "12", "--steady-state", RULE]
     args += ["--ss-ramp", "2", "--ss-window", "4s", "--stop-on-steady", "on"]
+    textfile = cwd / "live.prom"
+    args += ["--metrics-textfile", str(textfile)]
     run_dir, found, output = steady_run(data_dir, cwd, *args)
     block = check_reached(found, run_dir)
     assert block["stop_on_steady"] is True
@@ -90,6 +93,15 @@ def test_postgres_steady_from_the_start_stops_early_and_cleanly(pg) -> None:
     assert found["window"]["requested_seconds"] == 12
     assert "| steady" in output and "| not steady" not in output.split("| steady")[0][-200:]
     assert "The run stopped there" in (run_dir / "report.txt").read_text()
+    # the live metrics' last scrape: steady, with each ruled figure's measures
+    live = {
+        s.name: s.value
+        for family in text_string_to_metric_families(textfile.read_text())
+        for s in family.samples
+    }
+    assert live["openslob_steady_state"] == 1
+    assert live["openslob_ss_slobops_slope_percent"] < 10
+    assert "openslob_ss_p99_dev_percent" in live
 
 
 @pytest.fixture(scope="module")

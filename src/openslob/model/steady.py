@@ -117,6 +117,18 @@ def columns(rules: Sequence[Rule]) -> list[str]:
     return [STEADY_COLUMN] + [column(r.figure, m) for r in rules for m in Measure]
 
 
+def column_help(key: str) -> str | None:
+    """The live metrics' help text of a steady-state column; None for any other key."""
+    if key == STEADY_COLUMN:
+        return "1 when the last steady-state window meets every STEADY_STATE rule, else 0"
+    for figure in FIGURES:
+        for measure in Measure:
+            if key == column(figure, measure):
+                what = "slope x window / mean" if measure is Measure.SLOPE else "max deviation"
+                return f"Steady state: {figure} {what} over the last window (%)"
+    return None
+
+
 def row_status(rules: Sequence[Rule], row: Mapping[str, object]) -> str | None:
     """The progress line's word from a row's columns: 'steady', 'not steady (iops slope
     14 %)'; None before the first full window (or over a span that was both)."""

@@ -63,8 +63,6 @@ class RunController:
         self.sessions: list[Session] = []
         self.stopping = Stopping(self.record, instances, self.sessions)
         self.snapshots = Snapshots(instances, self.record)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._window: Schedule | None = None  # the window's, once it opens
 
     def run(self) -> RunRecord:
         previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
@@ -82,7 +80,6 @@ class RunController:
         """Connect, the external script's "pre", the phases (_drive), then clean up."""
         stopping, snapshots, observers = self.stopping, self.snapshots, self.observers
         stopping.arm()
-        self._loop = asyncio.get_running_loop()
         sampler = Sampler(
             self.instances, self.record, observers.interval_sinks(), observers.checkpoint
         )
@@ -157,7 +154,7 @@ class RunController:
         planned_end = None if loops else window_start + config.p.run_time
         record.window_end = planned_end  # the samplers' notion of "inside the window"
         waits = snapshots.start_waits(window_start, planned_end)
-        schedule = self._window = Schedule(window_start, planned_end, step)
+        schedule = stopping.window = Schedule(window_start, planned_end, step)
         window = asyncio.ensure_future(calls.phase(Phase.WINDOW, schedule, loops))
         await stopping.sleep_until(window_start)
         snapshots.host("host_before")
@@ -172,31 +169,12 @@ class RunController:
         await snapshots.finish_waits(waits)
         ends = [o.window[LOOP_RESULT.ended_epoch.key] for o in record.sessions if o.window]
         record.last_op_end = max(ends) if ends else None
-        record.planned_end = schedule.end  # earlier when end_window_early moved it
+        record.planned_end = schedule.end  # earlier when Stopping.end_window_early moved it
         await snapshots.db("db_after")
         if not stopping.is_set() and window.done() and not window.exception():
             book = window.result()  # its last interval ends with it: the "after" snapshots
             book.close_ready(through=book.started, attach=snapshots.after())
         self._script("post")
-
-    def end_window_early(self, note: str) -> None:
-        """End the window at the boundary of the interval running now, cleanly (the
-        steady-state watch, runner/steadysink.py): the CALLs run to it and return, the last
-        interval closes with the "after" snapshots, the run stays complete. Thread-safe."""
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._shorten_window, note)
-
-    def _shorten_window(self, note: str) -> None:
-        # In the event loop: a session sending a CALL after this sees the new end, one that
-        # sent it before runs to a boundary no later than it (no CALL runs past `now`'s).
-        schedule = self._window
-        if schedule is None or self.stopping.is_set():
-            return
-        end = schedule.boundary(schedule.index_at(time.time()))
-        if schedule.end is None or end < schedule.end:
-            schedule.end = end
-            self.record.window_end = end
-            self.record.notes.append(note)
 
     def _script(self, when: str) -> None:
         """The EXTERNAL_SCRIPT's call before or after the phases; its failure is a note."""

@@ -205,7 +205,7 @@ def execute(
         script_env=script_env,
     )
     if steady is not None:
-        steady.end_window = controller.end_window_early
+        steady.end_window = controller.stopping.end_window_early
     for _, _, notes in parts:
         controller.record.notes.extend(n for n in notes if n not in controller.record.notes)
     begin_sinks(sinks, run_dir, [info.engine for _, info, _ in parts])

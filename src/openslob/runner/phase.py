@@ -112,7 +112,7 @@ class Calls:
                     left -= int(result.get(LOOP_RESULT.ops.key) or 0)
                     if left <= 0:
                         break
-                # the planned end may move earlier (Controller.end_window_early)
+                # the planned end may move earlier (Stopping.end_window_early)
                 if schedule.end is not None and index >= schedule.last_index():
                     break
         except Exception as exc:
