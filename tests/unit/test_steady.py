@@ -167,3 +167,12 @@ def test_never_reached_is_said_plainly() -> None:
     text = "\n".join(steady_section(run))
     assert "Steady state was NEVER reached" in text
     assert "steady window" in text and "n/a" in text
+
+
+def test_the_windows_stretched_last_interval_is_not_evaluated() -> None:
+    sink = SteadySink("slobops:dev<10%", ramp_s=0, window_s=2, stop=False, step_s=1.0)
+    for _ in range(3):
+        sink({"phase": "window", "seconds": 1.0, "slobops_per_s": 100.0}, {})
+    tail = {"phase": "window", "seconds": 1.2, "slobops_per_s": 83.3}
+    sink(tail, {})
+    assert tail[steady.STEADY_COLUMN] == 1 and sink.state.elapsed_s == 3.0

@@ -7,7 +7,9 @@ and `ss_<figure>_slope_pct`, `ss_<figure>_dev_pct` of each figure a rule names
 gauges (openslob_steady_state, ...), the progress line says "steady" or what is not.
 With STOP_ON_STEADY it asks the controller, once, to end the window at the boundary of the
 interval running when steady state is reached (a clean end: the run is complete).
-The run.json `steady_state` block is `block()`, built at the end of the run.
+The run.json `steady_state` block is `block()`, built at the end of the run. The window's
+last interval, which lasts until its last op ends (SAMPLE_INTERVAL plus a tail in which no
+op starts), is not evaluated: its rates would read low for no change of the system.
 """
 
 from __future__ import annotations
@@ -51,8 +53,11 @@ def point_of(row: dict[str, Any], hists: dict[str, Histogram]) -> steady.Point:
 class SteadySink:
     """See the module docstring."""
 
-    def __init__(self, rules_text: str, ramp_s: float, window_s: float, stop: bool) -> None:
+    def __init__(
+        self, rules_text: str, ramp_s: float, window_s: float, stop: bool, step_s: float = 0.0
+    ) -> None:
         self.rules = steady.parse_rules(rules_text)
+        self.step_s = step_s  # SAMPLE_INTERVAL: a longer interval is the window's tail
         self.state = steady.SteadyState(self.rules, ramp_s, window_s)
         self.stop_on_steady = stop
         self.end_window: EndWindow | None = None  # set by execute once the controller exists
@@ -64,7 +69,7 @@ class SteadySink:
         p = config.p
         if not p.steady_state:
             return None
-        return cls(p.steady_state, p.ss_ramp, p.ss_window, p.stop_on_steady)
+        return cls(p.steady_state, p.ss_ramp, p.ss_window, p.stop_on_steady, p.sample_interval)
 
     def columns(self) -> list[str]:
         return steady.columns(self.rules)
@@ -74,7 +79,8 @@ class SteadySink:
         if row["phase"] != Phase.WINDOW:
             return
         state = self.state
-        state.add(point_of(row, hists))
+        if not self._tail(row):
+            state.add(point_of(row, hists))
         if not state.evaluations:
             return  # ramp, or the first window not yet full
         row[steady.STEADY_COLUMN] = int(state.steady)
@@ -88,6 +94,11 @@ class SteadySink:
                     f"ended at steady state ({steady.rules_text(self.rules)} met "
                     f"{state.reached_at_s:g} s into the window)"
                 )
+
+    def _tail(self, row: dict[str, Any]) -> bool:
+        """The window's last interval, stretched to its last op's end (no op starts in the
+        stretch, so its rates read low): not evaluated, the state stays as it was."""
+        return bool(self.step_s) and float(row["seconds"]) > self.step_s * 1.01 + 1e-3
 
     def block(self) -> dict[str, Any]:
         """run.json's `steady_state` (schema: run.schema.json)."""
