@@ -134,3 +134,21 @@ def test_mariadb_run_with_a_rule_records_its_steady_state(maria_base, tmp_path) 
     block = check_reached(found, run_dir)
     assert block["stop_on_steady"] is False
     assert found["window"]["seconds"] >= 7  # no early end without --stop-on-steady
+
+
+def test_sweep_runs_every_point_to_steady_state(pg) -> None:
+    """The rules' comma list is one value, not an axis; each point stops at steady state."""
+    data_dir, cwd = pg
+    results = cwd / "sweep-results"
+    args = ["sweep", *PG_DATA, *PACED, "--rate", "50,100", "--run-time", "12"]
+    args += ["--steady-state", RULE, "--ss-ramp", "2", "--ss-window", "4"]
+    args += ["--stop-on-steady", "on", "--label", "ss", "--results-dir", str(results)]
+    result = slob(data_dir, cwd, *args)
+    assert result.exit_code == 0, result.output
+    sweep = json.loads((results / "sweep-ss" / "sweep.json").read_text())
+    assert [p["status"] for p in sweep["points"]] == ["complete"] * 2
+    for point in sweep["points"]:
+        run_dir = results / "sweep-ss" / point["run_dir"]
+        found = json.loads((run_dir / "run.json").read_text())
+        check_reached(found, run_dir)
+        assert found["window"]["seconds"] < 12 - 2
