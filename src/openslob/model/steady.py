@@ -117,6 +117,11 @@ def columns(rules: Sequence[Rule]) -> list[str]:
     return [STEADY_COLUMN] + [column(r.figure, m) for r in rules for m in Measure]
 
 
+def all_columns() -> list[str]:
+    """Every column a rule can add (the live metrics' names, README)."""
+    return [STEADY_COLUMN] + [column(f, m) for f in FIGURES for m in Measure]
+
+
 def column_help(key: str) -> str | None:
     """The live metrics' help text of a steady-state column; None for any other key."""
     if key == STEADY_COLUMN:
