@@ -68,6 +68,7 @@ def check_reached(found: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     report = (run_dir / "report.txt").read_text()
     assert "Steady state" in report and "Steady state reached" in report
     assert "steady window (2-6 s)" in report and "whole window" in report
+    assert max(len(line) for line in report.splitlines()) <= 100
     return block
 
 
