@@ -19,6 +19,7 @@ from prometheus_client.utils import floatToGoString
 
 from openslob.cli import cli
 from openslob.engines.postgres.server import EmbeddedServer
+from openslob.model import steady
 from openslob.model.histogram import Histogram
 from openslob.model.metrics import METRICS
 from openslob.model.perinstance import instance_keys
@@ -283,5 +284,6 @@ def test_readme_lists_every_exported_name() -> None:
     live = [k for k, m in METRICS.items() if m.live]
     horizon = ["horizon_age_xids", "history_length"]  # the engines' horizon figures
     keys = [*live, *horizon, *instance_keys(2)]  # a run over two instances
+    keys += steady.all_columns()  # a run with STEADY_STATE rules on every figure
     assert set(exported_names(keys)) == listed
     assert len(set(exported_names(keys))) == len(exported_names(keys))

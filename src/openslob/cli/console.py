@@ -15,6 +15,7 @@ import textwrap
 from typing import Any
 
 from openslob.config.resolve import Config
+from openslob.model import steady
 from openslob.model.metrics import METRICS, progress_keys
 from openslob.model.states import Phase
 from openslob.report.blocks import fmt_us
@@ -47,8 +48,11 @@ class RunProgress:
     """The progress line of one run (see the module doc); `planned`: seconds per phase
     (None: no planned end, a WORK_LOOP window)."""
 
-    def __init__(self, planned: dict[str, float | None]) -> None:
+    def __init__(
+        self, planned: dict[str, float | None], rules: tuple[steady.Rule, ...] = ()
+    ) -> None:
         self.planned = planned
+        self.rules = rules  # STEADY_STATE's: the line says whether the run is steady
         self.done: dict[str, float] = {}
 
     @classmethod
@@ -58,7 +62,8 @@ class RunProgress:
             {
                 Phase.WARMUP: config.p.warmup,
                 Phase.WINDOW: None if loops else config.p.run_time,
-            }
+            },
+            steady.parse_rules(config.p.steady_state) if config.p.steady_state else (),
         )
 
     def left_s(self) -> float | None:
@@ -80,6 +85,9 @@ class RunProgress:
         left = self.left_s()
         if left is not None:
             head += f", {_clock(left)} left"
+        status = steady.row_status(self.rules, row) if self.rules else None
+        if status:
+            head += f" | {status}"
         figures = "  ".join(_figure(key, row.get(key)) for key in progress_keys())
         return cut(f"{head} | {figures}", width)
 

@@ -227,6 +227,31 @@ OPTIONS: tuple[Option, ...] = (
         "interval has its own op latency percentiles and exact I/O (rows of timeseries.csv).",
         RUN_SCOPES, slob=False, minimum=0.1, maximum=60,
     ),
+    # --- steady state (issue 27; model/steady.py) ---
+    Option(
+        "STEADY_STATE", "str", "",
+        "Steady-state rules on the time series, as fio's ss= but on latency too: "
+        "FIGURE:slope<PCT% or FIGURE:dev<PCT%, comma separated (iops:slope<10%,p99:dev<20%); "
+        "FIGURE is slobops (SLOBops/s), iops (database physical reads + writes/s), mbps "
+        "(database physical read + write MB/s) or p99 (op latency p99). Empty: no rule.",
+        RUN_SCOPES, slob=False, metavar="RULES", listable=False,
+    ),
+    Option(
+        "SS_WINDOW", "seconds", 30.0,
+        "Length of the trailing window over which the steady-state rules are evaluated.",
+        RUN_SCOPES, slob=False, minimum=1, maximum=DAY, listable=False,
+    ),
+    Option(
+        "SS_RAMP", "seconds", 0.0,
+        "Seconds into the measured window before steady-state evaluation collects intervals.",
+        RUN_SCOPES, slob=False, minimum=0, maximum=DAY, listable=False,
+    ),
+    Option(
+        "STOP_ON_STEADY", "bool", False,
+        "End the window at the interval boundary after steady state is reached (never "
+        "before SS_RAMP + SS_WINDOW); the run is complete, with a note.",
+        RUN_SCOPES, slob=False, metavar="on|off", listable=False,
+    ),
 )  # fmt: skip
 
 OPTIONS_BY_NAME: Mapping[str, Option] = MappingProxyType({o.name: o for o in OPTIONS})

@@ -76,6 +76,11 @@ class Params:
     warmup: float  # seconds
     repeat: int
     sample_interval: float  # seconds
+    # steady state (model/steady.py)
+    steady_state: str  # rules text; "" = none
+    ss_window: float  # seconds
+    ss_ramp: float  # seconds
+    stop_on_steady: bool
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Params:

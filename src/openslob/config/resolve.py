@@ -29,6 +29,7 @@ from openslob.config.option import (
 from openslob.config.options import OPTIONS, OPTIONS_BY_NAME
 from openslob.config.params import Params, typed_value
 from openslob.config.slobconf import read_slob_conf
+from openslob.model import steady
 from openslob.model.errors import ConfigError
 
 Source = Literal["default", "file", "flag", "dataset"]
@@ -293,6 +294,18 @@ def _check_external_script(c: Config) -> str | None:
     return f"EXTERNAL_SCRIPT={shown_value(script)}: {problem}"
 
 
+def _check_steady_state(c: Config) -> str | None:
+    """STEADY_STATE parses (model/steady.py); STOP_ON_STEADY needs a rule."""
+    text = c["STEADY_STATE"]
+    if not text:
+        return "STOP_ON_STEADY=TRUE needs STEADY_STATE rules" if c["STOP_ON_STEADY"] else None
+    try:
+        steady.parse_rules(text)
+    except ValueError as err:
+        return f"STEADY_STATE={shown_value(text)}: {err} (allowed: {steady.FORMS})"
+    return None
+
+
 # Each check with the parameters it reads: a command runs only the checks whose parameters it
 # uses, so `setup` is not refused over, say, think times it never applies.
 _CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
@@ -303,6 +316,7 @@ _CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
     (("DO_HOTSPOT", "HOTSPOT_MB", "HOTSPOT_OFFSET_MB", "SCALE"), _check_hotspot),
     (("SESSIONS", "SCHEMAS", "THREADS_PER_SCHEMA"), _check_sessions),
     (("EXTERNAL_SCRIPT",), _check_external_script),
+    (("STEADY_STATE", "STOP_ON_STEADY"), _check_steady_state),
 )
 
 

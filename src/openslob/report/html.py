@@ -28,7 +28,7 @@ from openslob.analysis.compare import Comparison
 from openslob.analysis.rules import RuleResult
 from openslob.analysis.sustained import detect_degradation, load_timeseries, render_degradation
 from openslob.oracle import awr_rows
-from openslob.report import escape, webcharts, webscaling, websummary, webtable
+from openslob.report import escape, webcharts, webscaling, websteady, websummary, webtable
 from openslob.report.comparison import csv_rows
 from openslob.report.comparison import render_text as comparison_text
 from openslob.report.text import render_text
@@ -160,7 +160,7 @@ def run_html(ref: RunRef) -> str:
         ("table", "Run (analyze)", _table([ref])),
         ("detail", "Time series, latency and report", _run_detail(ref, "run")),
     ]
-    return _page(f"openslob run {ref.name}", sections)
+    return _page(f"openslob run {ref.name}", _with_steady(sections, [ref]))
 
 
 def sweep_html(refs: list[RunRef], title: str) -> str:
@@ -175,7 +175,15 @@ def sweep_html(refs: list[RunRef], title: str) -> str:
         ("petals", "Petal plots", _petals(refs)),
         ("runs", "Runs in detail", details),
     ]
-    return _page(title, sections)
+    return _page(title, _with_steady(sections, refs))
+
+
+def _with_steady(
+    sections: list[tuple[str, str, str]], refs: list[RunRef]
+) -> list[tuple[str, str, str]]:
+    """The steady-state section after the table, when a run has a STEADY_STATE rule."""
+    body = websteady.steady_html([(ref.name, ref.run) for ref in refs if ref.oracle is None])
+    return [*sections[:2], ("steady", "Steady state", body), *sections[2:]] if body else sections
 
 
 COMPARE_COLUMNS = [

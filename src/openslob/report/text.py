@@ -21,6 +21,7 @@ from openslob.report.cluster import cluster_section
 from openslob.report.intervaltext import interval_section
 from openslob.report.ioshape import ioshape_lines
 from openslob.report.rate import rate_section
+from openslob.report.steadytext import steady_section
 from openslob.report.storage import storage_lines
 
 
@@ -574,6 +575,7 @@ def render_text(run: dict[str, Any], wide: bool = False) -> str:
         cluster_section(run),
         interval_section(run),
         rate_section(run),
+        steady_section(run),
         _work(run),
         storage_lines(run),
         _io_profile(run, wide),

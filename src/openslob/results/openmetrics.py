@@ -60,6 +60,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from openslob import __version__
+from openslob.model import steady
 from openslob.model.errors import ConfigError
 from openslob.model.histogram import Histogram, bucket_bounds
 from openslob.model.metrics import LATENCY_STATS, METRICS, OP_KINDS
@@ -325,6 +326,9 @@ class OpenMetricsExporter(Collector):
 
     def _help(self, key: str) -> str:
         metric = METRICS.get(key)
+        steady_help = steady.column_help(key)
+        if steady_help is not None:  # STEADY_STATE's columns (runner/steadysink.py)
+            return steady_help
         if metric is None:  # an engine's horizon figure: not in the table
             return f"{key} (cleanup horizon, at the interval's end)"
         label = metric.label_for(self._terms)

@@ -154,7 +154,7 @@ class RunController:
         planned_end = None if loops else window_start + config.p.run_time
         record.window_end = planned_end  # the samplers' notion of "inside the window"
         waits = snapshots.start_waits(window_start, planned_end)
-        schedule = Schedule(window_start, planned_end, step)
+        schedule = stopping.window = Schedule(window_start, planned_end, step)
         window = asyncio.ensure_future(calls.phase(Phase.WINDOW, schedule, loops))
         await stopping.sleep_until(window_start)
         snapshots.host("host_before")
@@ -162,14 +162,14 @@ class RunController:
         await stopping.wait_any(asyncio.shield(window))
         if stopping.is_set():
             stopped_at = await stopping.end_calls(window)
-            record.window_end = min(stopped_at, planned_end or stopped_at)
+            record.window_end = min(stopped_at, schedule.end or stopped_at)
         else:
             record.window_end = time.time()
         snapshots.host("host_after")
         await snapshots.finish_waits(waits)
         ends = [o.window[LOOP_RESULT.ended_epoch.key] for o in record.sessions if o.window]
         record.last_op_end = max(ends) if ends else None
-        record.planned_end = planned_end
+        record.planned_end = schedule.end  # earlier when Stopping.end_window_early moved it
         await snapshots.db("db_after")
         if not stopping.is_set() and window.done() and not window.exception():
             book = window.result()  # its last interval ends with it: the "after" snapshots

@@ -43,6 +43,7 @@ from openslob.runner.observers import Observers
 from openslob.runner.prepare import Notice, Prepared, PreparedInstance, prepare
 from openslob.runner.record import RunInstance
 from openslob.runner.sampler import CHECKPOINT_EVERY_S, Sink
+from openslob.runner.steadysink import SteadySink
 from openslob.runner.targets import target_strings
 
 # "database": read host counters through the connection even when the data directory is
@@ -194,12 +195,17 @@ def execute(
     checkpoint = Checkpoint(run_dir, config, infos, label)
     observers = observers or Observers()
     notice, sinks = observers.notice, observers.sinks
+    steady = SteadySink.of(config)  # first: the sinks after it see its columns
     controller = RunController(
         config,
         [i for i, _, _ in parts],
-        dataclasses.replace(observers, sinks=(*files, *sinks), checkpoint=checkpoint),
+        dataclasses.replace(
+            observers, sinks=(*([steady] if steady else []), *files, *sinks), checkpoint=checkpoint
+        ),
         script_env=script_env,
     )
+    if steady is not None:
+        steady.end_window = controller.stopping.end_window_early
     for _, _, notes in parts:
         controller.record.notes.extend(n for n in notes if n not in controller.record.notes)
     begin_sinks(sinks, run_dir, [info.engine for _, info, _ in parts])
@@ -213,6 +219,7 @@ def execute(
         info.profile = _profile(prep.target)
     run = build_run_json(record=record, config=config, instances=infos, label=label)
     run["intervals"] = interval_table(run_dir / TIMESERIES_FILE)
+    run["steady_state"] = steady.block() if steady is not None else None
     run["client"] = client = client_writes(
         sum(f.bytes_written for f in files) + checkpoint.bytes_written, run
     )

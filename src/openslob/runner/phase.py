@@ -72,7 +72,6 @@ class Calls:
         self, session: Session, name: str, schedule: Schedule, loops: int, book: IntervalBook
     ) -> None:
         """One session's CALLs of the phase."""
-        last = None if schedule.end is None else schedule.last_index()
         carry, seeds, stopping = self.carry, self.seeds, self.stopping
         outcome = self.record.sessions[session.id]
         instance = self.instances[outcome.instance]
@@ -113,7 +112,8 @@ class Calls:
                     left -= int(result.get(LOOP_RESULT.ops.key) or 0)
                     if left <= 0:
                         break
-                elif index >= (last or 0):
+                # the planned end may move earlier (Stopping.end_window_early)
+                if schedule.end is not None and index >= schedule.last_index():
                     break
         except Exception as exc:
             outcome.error = first_line(exc)

@@ -5,6 +5,8 @@ The first SIGINT or SIGTERM (timeout, systemd, CI runners) marks the run "interr
 CALL and the timeline cancels the CALLs in flight, keeping what was measured. A second one
 sends cancel requests and exits at once. A session error, a dead server or a lost monitoring
 connection ends the run as "failed". The first reason to stop is the one run.json keeps.
+A clean early end (end_window_early: steady state reached) moves the window's planned end
+to the running interval's boundary instead: nothing is cancelled, the run is complete.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from openslob.model.states import RunStatus
 from openslob.results.record import RunRecord
+from openslob.runner.intervals import Schedule
 from openslob.runner.record import RunInstance, first_line
 from openslob.runner.sampler import Sampler
 
@@ -36,6 +39,8 @@ class Stopping:
         self.record, self.instances, self.sessions = record, instances, sessions
         self.interrupts = 0
         self.event: asyncio.Event | None = None  # created inside the run's event loop
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.window: Schedule | None = None  # the window's schedule, once it opens
 
     def is_set(self) -> bool:
         return self.event is not None and self.event.is_set()
@@ -47,7 +52,7 @@ class Stopping:
 
     def arm(self) -> None:
         """The stop event and the signal handlers, in the running event loop."""
-        loop = asyncio.get_running_loop()
+        loop = self.loop = asyncio.get_running_loop()
         self.event = asyncio.Event()
         for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, self.on_signal, sig)
@@ -72,6 +77,27 @@ class Stopping:
             self.record.status, self.record.error = status, error
         if self.event is not None:
             self.event.set()
+
+    # ------------------------------------------------------------- a clean early end
+
+    def end_window_early(self, note: str) -> None:
+        """End the window cleanly at the running interval's boundary (the steady-state
+        watch, runner/steadysink.py): the CALLs return there, the last interval closes with
+        the "after" snapshots, the run stays complete, `note` says why. Thread-safe."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._shorten_window, note)
+
+    def _shorten_window(self, note: str) -> None:
+        # In the event loop: a CALL sent after this sees the new end; one sent before runs
+        # to a boundary no later than the interval running now (no CALL passes the new end).
+        schedule = self.window
+        if schedule is None or self.is_set():
+            return
+        end = schedule.boundary(schedule.index_at(time.time()))
+        if schedule.end is None or end < schedule.end:
+            schedule.end = end
+            self.record.window_end = end
+            self.record.notes.append(note)
 
     # ------------------------------------------------------------------ the CALLs
 
