@@ -227,6 +227,14 @@ OPTIONS: tuple[Option, ...] = (
         "interval has its own op latency percentiles and exact I/O (rows of timeseries.csv).",
         RUN_SCOPES, slob=False, minimum=0.1, maximum=60,
     ),
+    Option(
+        "EXTERNAL_SERIES", "path", "",
+        "Latency or IOPS measured outside this host (array, hypervisor): a CSV time,name,value "
+        "(epoch seconds or ISO 8601 with zone; the name's suffix _us, _ms or _per_s is its "
+        "unit) or a Prometheus query_range JSON dump; aligned to the run's intervals and "
+        "drawn in the latency waterfall. Empty for none.",
+        RUN_SCOPES, slob=False,
+    ),
 )  # fmt: skip
 
 OPTIONS_BY_NAME: Mapping[str, Option] = MappingProxyType({o.name: o for o in OPTIONS})

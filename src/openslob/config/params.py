@@ -76,6 +76,7 @@ class Params:
     warmup: float  # seconds
     repeat: int
     sample_interval: float  # seconds
+    external_series: str  # a file path; "" for none
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Params:

@@ -30,6 +30,7 @@ from openslob.config.options import OPTIONS, OPTIONS_BY_NAME
 from openslob.config.params import Params, typed_value
 from openslob.config.slobconf import read_slob_conf
 from openslob.model.errors import ConfigError
+from openslob.results.external import read_series
 
 Source = Literal["default", "file", "flag", "dataset"]
 GIVEN: frozenset[Source] = frozenset({"file", "flag"})
@@ -293,6 +294,14 @@ def _check_external_script(c: Config) -> str | None:
     return f"EXTERNAL_SCRIPT={shown_value(script)}: {problem}"
 
 
+def _check_external_series(c: Config) -> str | None:
+    """The imported series are read before the run: a bad line fails here (exit 2), not
+    after an hour of measuring."""
+    if c.p.external_series:
+        read_series(Path(c.p.external_series))  # ExternalSeriesError: file, line, what
+    return None
+
+
 # Each check with the parameters it reads: a command runs only the checks whose parameters it
 # uses, so `setup` is not refused over, say, think times it never applies.
 _CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
@@ -303,6 +312,7 @@ _CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
     (("DO_HOTSPOT", "HOTSPOT_MB", "HOTSPOT_OFFSET_MB", "SCALE"), _check_hotspot),
     (("SESSIONS", "SCHEMAS", "THREADS_PER_SCHEMA"), _check_sessions),
     (("EXTERNAL_SCRIPT",), _check_external_script),
+    (("EXTERNAL_SERIES",), _check_external_series),
 )
 
 
