@@ -22,6 +22,7 @@ from typing import Any
 
 PERCENTILES = ("p50", "p90", "p99", "p99.9")
 ORDER_TOLERANCE = 0.02
+ORDER_WARNING = "impossible latency order"
 # Traced layers of the host, top to bottom, by side (run.json latency_layers keys).
 READ_CHAIN = ("op", "db_read_call", "device_read")
 WRITE_CHAIN = ("device_write",)
@@ -188,7 +189,7 @@ def order_warnings(layers: Sequence[Layer]) -> list[str]:
 
 def _text(upper: Layer, lower: Layer, pct: str, a: Any, b: Any, where: str) -> str:
     return (
-        f"impossible latency order at {pct} in {where}: {upper.name} ({a:,.0f} us, "
+        f"{ORDER_WARNING} at {pct} in {where}: {upper.name} ({a:,.0f} us, "
         f"{upper.measured_at}) is faster than {lower.name} beneath it ({b:,.0f} us, "
         f"{lower.measured_at}); one of the two is measured elsewhere or wrong"
     )

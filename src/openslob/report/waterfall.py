@@ -9,10 +9,11 @@ reason.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from openslob.analysis.waterfall import PERCENTILES, Layer, waterfall
-from openslob.report.blocks import NA, fmt, fmt_us, section, table
+from openslob.report.blocks import NA, WIDTH, fmt, fmt_us, section, table
 
 # Intervals printed per layer table; the rest are in run.json (intervals, external_series).
 MAX_INTERVALS_SHOWN = 20
@@ -42,7 +43,7 @@ def _legend(layers: list[Layer]) -> list[str]:
             text += f" — {NA} ({x.reason})"
         if x.window_note:
             text += f"; window = {x.window_note}"
-        lines.append(text)
+        lines += textwrap.wrap(text, WIDTH, subsequent_indent=" " * 4)
     return lines
 
 
@@ -96,8 +97,9 @@ def waterfall_section(run: dict[str, Any]) -> list[str]:
         lines += _legend(layers)
         lines += _interval_table(layers)
     lines += _rates(run)
-    lines.append(
+    lines += textwrap.wrap(
         "A layer cannot be faster than the one beneath it at the same percentile; when one "
-        "is, the Warnings say so."
+        "is, the Warnings say so.",
+        WIDTH,
     )
     return lines

@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from openslob.analysis.waterfall import order_warnings, waterfall
+from openslob.analysis.waterfall import ORDER_WARNING, order_warnings, waterfall
 from openslob.model.errors import ConfigError
 
 UNITS = (("_per_s", "per_s"), ("_us", "us"), ("_ms", "ms"))
@@ -316,7 +316,34 @@ def attach(run: dict[str, Any], path: Path) -> list[dict[str, Any]]:
 
 def add_layers(run: dict[str, Any], external_series: str) -> None:
     """The final run.json's imported series (EXTERNAL_SERIES, when given) and the warnings
-    of latency layers in an order that cannot be true (analysis/waterfall.py)."""
+    of latency layers in an order that cannot be true (analysis/waterfall.py). The file was
+    read before the run (config/resolve.py); should it have gone bad since, the run keeps
+    its measurements and a warning says so."""
     if external_series:
-        attach(run, Path(external_series))
+        try:
+            attach(run, Path(external_series))
+        except ExternalSeriesError as exc:
+            run.setdefault("warnings", []).append(f"{exc}: not imported")
     run.setdefault("warnings", []).extend(order_warnings(waterfall(run)))
+
+
+def _imported(text: str) -> bool:
+    """A warning or note that add_layers wrote (replaced when series are attached again)."""
+    return text.startswith((ORDER_WARNING, "external series ", "--external-series ")) or (
+        "series measured outside this host, from " in text
+    )
+
+
+def reattach(run: dict[str, Any], path: Path) -> None:
+    """`slob report RUN --external-series FILE`: the series of FILE replace any imported
+    before (their columns, notes and warnings), and the order warnings are made again."""
+    table = run.get("intervals")
+    if isinstance(table, dict):
+        keep = [k for k, c in enumerate(table["columns"]) if not c.startswith("external:")]
+        table["columns"] = [table["columns"][k] for k in keep]
+        table["rows"] = [[row[k] for k in keep] for row in table["rows"]]
+    run.pop("external_series", None)
+    run["warnings"] = [w for w in run.get("warnings") or [] if not _imported(w)]
+    run["notes"] = [n for n in run.get("notes") or [] if not _imported(n)]
+    attach(run, path)  # ExternalSeriesError: nothing is written
+    run["warnings"] += order_warnings(waterfall(run))
