@@ -88,14 +88,16 @@ def test_external_series_in_the_waterfall_and_the_warning(
     op_p99 = run["latency"]["select"]["p99_us"]
     assert op_p99 < ARRAY_P99_US
     (warning,) = [w for w in run["warnings"] if w.startswith("impossible latency order")]
-    assert "at p99" in warning and "op (SLOBop select)" in warning
-    assert "array_read_p99_us beneath it (10,000,000 us" in warning
+    assert warning.startswith("impossible latency order: op (SLOBop select) (inside the")
+    assert "array_read_p99_us beneath it (measured outside this host: array_read_p99_us)" in warning
+    assert f"at p99 in {len(intervals)} interval(s)" in warning
+    assert "against 10,000,000 us)" in warning
 
     report = (run_file.parent / "report.txt").read_text()
     assert (
         "Latency waterfall" in report and "measured outside this host: array_read_p99_us" in report
     )
-    assert "impossible latency order at p99" in report
+    assert "impossible latency order: op (SLOBop select)" in report
 
     page = write_page("report", str(run_file.parent), "--html", "-o", str(tmp_path / "wf.html"))
     open_page(browser, page)

@@ -16,6 +16,7 @@ from openslob.report.webwaterfall import specs, table_html
 from openslob.results.external import (
     ExternalSeriesError,
     IntervalSpan,
+    add_layers,
     align,
     attach,
     describe,
@@ -148,8 +149,10 @@ def test_constructed_impossible_order_warns_naming_layers_percentile_values() ->
     call = layer("db_read_call", {"p50": 150.0, "p99": 1500.0})  # p99 above the op's
     device = layer("device_read", {"p50": 140.0, "p99": 800.0})
     (warning,) = order_warnings([op, call, device])
-    assert "impossible latency order at p99 in the window" in warning
-    assert "op (900 us, at op)" in warning and "db_read_call beneath it (1,500 us" in warning
+    assert warning.startswith("impossible latency order: op (at op) is faster than")
+    assert "db_read_call beneath it (at db_read_call)" in warning
+    assert "at p99 in the window (900 us against 1,500 us)" in warning
+    assert "p50" not in warning  # 200 us above 150 us: possible
 
 
 def test_possible_orders_and_small_differences_do_not_warn() -> None:
@@ -169,8 +172,7 @@ def test_a_missing_layer_is_skipped_and_external_compares_per_interval() -> None
         external=True,
     )
     (warning,) = order_warnings([op, array])  # no device layer: the op is the one above
-    assert "at p99 in 1 interval(s), e.g. interval 2" in warning
-    assert "(950 us" in warning and "(1,200 us" in warning
+    assert "at p99 in 1 interval(s), e.g. #2 (950 us against 1,200 us)" in warning
 
 
 def test_run_with_external_csv_lands_in_run_json_text_and_html(tmp_path: Path) -> None:
@@ -188,7 +190,7 @@ def test_run_with_external_csv_lands_in_run_json_text_and_html(tmp_path: Path) -
     layers = waterfall(run)
     assert [x.key for x in layers] == ["op", "external:array_read_p99_us"]
     warnings = order_warnings(layers)
-    assert len(warnings) == 1 and "interval 2" in warnings[0]
+    assert len(warnings) == 1 and "e.g. #2 (900 us against 1,400 us)" in warnings[0]
     text = "\n".join(waterfall_section(run))
     assert "measured outside this host: array_read_p99_us" in text
     assert "array_read_iops_per_s" in text and "5,000.0" in text
@@ -210,3 +212,32 @@ def test_traced_layer_null_shows_its_reason() -> None:
     assert f"n/a ({reason})" in text
     assert order_warnings(waterfall(run)) == []
     assert waterfall_section(run_json(select_p99=900.0)) == []  # nothing beyond the op
+
+
+def test_traced_layers_render_per_interval_and_warn_through_add_layers() -> None:
+    def traced(where: str, p50: float, p99: float) -> dict[str, Any]:
+        window = {"count": 10, "p50_us": p50, "p90_us": 2 * p50, "p99_us": p99, "p999_us": p99}
+        return {
+            "measured_at": where,
+            "window": {**window, "max_us": p99},
+            "per_s": 5.0,
+            "reason": None,
+        }
+
+    run = run_json(select_p99=900.0)
+    run["latency_layers"] = {
+        "db_read_call": traced("pread64 of the server's processes", 150.0, 600.0),
+        "device_read": traced("block layer, issue to completion", 120.0, 850.0),  # > call
+    }
+    run["intervals"]["columns"] += ["device_read_p50_us", "device_read_p99_us"]
+    for row in run["intervals"]["rows"]:
+        row += [120.0, 850.0]
+    add_layers(run, "")
+    (warning,) = run["warnings"]
+    assert "DB read call (pread64 of the server's processes) is faster than device read " in warning
+    assert "beneath it (block layer, issue to completion)" in warning
+    assert "at p99 in the window (600 us against 850 us); p99.9 in the window" in warning
+    assert "p90" not in warning and warning.endswith("measured elsewhere or wrong")
+    text = "\n".join(waterfall_section(run))
+    assert "block layer, issue to completion" in text and "device read p99" in text
+    assert max(len(line) for line in text.splitlines()) <= 100

@@ -164,32 +164,34 @@ def _pairs(chain: list[Layer]) -> list[tuple[Layer, Layer]]:
     return pairs
 
 
+def _finding(upper: Layer, lower: Layer, pct: str) -> str | None:
+    """Where, at `pct`, the upper layer is faster: the window's figures (the host's layers),
+    else the intervals' (how many, the worst); None when nowhere."""
+    a, b = upper.window_us.get(pct), lower.window_us.get(pct)
+    if _faster(a, b) and not lower.external:
+        return f"{pct} in the window ({a:,.0f} us against {b:,.0f} us)"
+    bad = [
+        (n, up, low)
+        for n, up in (upper.intervals_us.get(pct) or {}).items()
+        if _faster(up, low := (lower.intervals_us.get(pct) or {}).get(n))
+    ]
+    if not bad:
+        return None
+    n, up, low = max(bad, key=lambda t: (t[2] or 0) - (t[1] or 0))
+    return f"{pct} in {len(bad)} interval(s), e.g. #{n} ({up:,.0f} us against {low:,.0f} us)"
+
+
 def order_warnings(layers: Sequence[Layer]) -> list[str]:
     """A warning per pair of layers where the upper one is faster than the one beneath at
-    the same percentile: for the window, else for the intervals (how many, the worst)."""
+    the same percentile, naming both layers, each percentile and both values."""
     warnings = []
     for side in ("read", "write"):
         for upper, lower in _pairs(_chain(layers, side)):
-            for pct in PERCENTILES:
-                a, b = upper.window_us.get(pct), lower.window_us.get(pct)
-                if _faster(a, b) and not lower.external:
-                    warnings.append(_text(upper, lower, pct, a, b, "the window"))
-                    continue
-                bad = [
-                    (n, up, low)
-                    for n, up in (upper.intervals_us.get(pct) or {}).items()
-                    if _faster(up, low := (lower.intervals_us.get(pct) or {}).get(n))
-                ]
-                if bad:
-                    n, up, low = max(bad, key=lambda t: (t[2] or 0) - (t[1] or 0))
-                    where = f"{len(bad)} interval(s), e.g. interval {n}"
-                    warnings.append(_text(upper, lower, pct, up, low, where))
+            found = [f for pct in PERCENTILES if (f := _finding(upper, lower, pct))]
+            if found:
+                warnings.append(
+                    f"{ORDER_WARNING}: {upper.name} ({upper.measured_at}) is faster than "
+                    f"{lower.name} beneath it ({lower.measured_at}) at {'; '.join(found)}: "
+                    "that cannot be true; one of the two is measured elsewhere or wrong"
+                )
     return warnings
-
-
-def _text(upper: Layer, lower: Layer, pct: str, a: Any, b: Any, where: str) -> str:
-    return (
-        f"{ORDER_WARNING} at {pct} in {where}: {upper.name} ({a:,.0f} us, "
-        f"{upper.measured_at}) is faster than {lower.name} beneath it ({b:,.0f} us, "
-        f"{lower.measured_at}); one of the two is measured elsewhere or wrong"
-    )
