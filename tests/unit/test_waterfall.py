@@ -241,3 +241,11 @@ def test_traced_layers_render_per_interval_and_warn_through_add_layers() -> None
     text = "\n".join(waterfall_section(run))
     assert "block layer, issue to completion" in text and "device read p99" in text
     assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_an_unmeasured_layer_between_is_skipped() -> None:
+    op = layer("op", {"p99": 900.0})
+    call = layer("db_read_call", {"p99": None}, reason="no bpftrace")
+    device = layer("device_read", {"p99": 1000.0})
+    (warning,) = order_warnings([op, call, device])
+    assert "op (at op) is faster than device_read beneath it" in warning

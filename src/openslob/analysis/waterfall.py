@@ -52,6 +52,13 @@ class Layer:
     external: bool = False
     window_note: str = ""  # how the window figure was made, when not from a histogram
 
+    @property
+    def measured(self) -> bool:
+        """Any figure at all, of the window or of an interval."""
+        return any(v is not None for v in self.window_us.values()) or any(
+            v is not None for per in self.intervals_us.values() for v in per.values()
+        )
+
 
 def _interval_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     table = run.get("intervals")
@@ -126,14 +133,13 @@ def waterfall(run: Mapping[str, Any]) -> list[Layer]:
     traced = run.get("latency_layers") or {}
     layers = []
     for key in ("op", "db_read_call", "device_read", "device_write", "log_sync"):
-        if key in traced:
-            layers.append(_host_layer(key, traced[key], rows))
-        elif key == "op":
-            op = _op_from_latency(run, rows)
-            if op is not None:
-                layers.append(op)
-        elif traced:
-            layers.append(_host_layer(key, None, rows))
+        layer = _host_layer(key, traced[key], rows) if key in traced else None
+        if key == "op" and (layer is None or not layer.measured):
+            layer = _op_from_latency(run, rows) or layer  # the loop's own histograms
+        elif layer is None and traced:
+            layer = _host_layer(key, None, rows)
+        if layer is not None:
+            layers.append(layer)
     layers += [x for e in run.get("external_series") or [] if (x := _external_layer(e))]
     return layers
 
@@ -143,18 +149,19 @@ def _faster(upper: float | None, lower: float | None) -> bool:
 
 
 def _chain(layers: Sequence[Layer], side: str) -> list[Layer]:
-    """The side's layers top to bottom: the host's in chain order, the external ones last
-    (beneath the device; their order among themselves is unknown, so none is compared with
-    another)."""
+    """The side's measured layers top to bottom (one not measured is skipped): the host's in
+    chain order, the external ones last (beneath the device; their order among themselves
+    is unknown, so none is compared with another)."""
     order = READ_CHAIN if side == "read" else WRITE_CHAIN
+    measured = [x for x in layers if x.measured]
     host = sorted(
-        (x for x in layers if not x.external and x.key in order), key=lambda x: order.index(x.key)
+        (x for x in measured if not x.external and x.key in order), key=lambda x: order.index(x.key)
     )
-    return host + [x for x in layers if x.external and x.side == side]
+    return host + [x for x in measured if x.external and x.side == side]
 
 
 def _pairs(chain: list[Layer]) -> list[tuple[Layer, Layer]]:
-    """Each layer with the nearest measured one above it (a missing layer is skipped)."""
+    """Each layer with the nearest one above it."""
     pairs = []
     host = [x for x in chain if not x.external]
     for k, lower in enumerate(chain):
