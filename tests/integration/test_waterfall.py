@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 from pathlib import Path
 
 from selenium import webdriver
@@ -51,6 +52,7 @@ def test_external_series_in_the_waterfall_and_the_warning(
         lines.append(f"{t:.3f},array_read_p99_us,{ARRAY_P99_US}")
         iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
         lines.append(f"{iso},array_read_iops_per_s,1234")
+        lines.append(f"{t:.3f},clock_probe_us,{t:.3f}")  # its value is its time: alignment
     series = tmp_path / "array.csv"
     series.write_text("\n".join(lines) + "\n")
     result = invoke(
@@ -84,6 +86,14 @@ def test_external_series_in_the_waterfall_and_the_warning(
     assert p99["intervals"] == intervals and len(intervals) >= 3
     assert all(v == ARRAY_P99_US for v in p99["values"]) and all(n >= 1 for n in p99["samples"])
     assert entries["array_read_iops_per_s"]["window"]["mean"] == 1234
+    # each interval's value is the mean of the samples inside it: its middle, ± a sample step
+    barrier = datetime.fromisoformat(run["window"]["barrier"]).timestamp()
+    columns = run["intervals"]["columns"]
+    for row, value in zip(
+        run["intervals"]["rows"], entries["clock_probe_us"]["values"], strict=True
+    ):
+        end = barrier + row[columns.index("elapsed_s")]
+        assert abs(value - (end - row[columns.index("seconds")] / 2)) <= 0.25, (row, value)
     assert "external:array_read_p99_us" in run["intervals"]["columns"]
     op_p99 = run["latency"]["select"]["p99_us"]
     assert op_p99 < ARRAY_P99_US
@@ -121,10 +131,8 @@ def test_external_series_in_the_waterfall_and_the_warning(
     assert again.exit_code == 0, again.output
     rerun = json.loads(run_file.read_text())
     validate_run(rerun)
-    assert {e["name"]: e["window"]["max"] for e in rerun["external_series"]} == {
-        "array_read_p99_us": 100,
-        "array_read_iops_per_s": 1234,
-    }
+    maxima = {e["name"]: e["window"]["max"] for e in rerun["external_series"]}
+    assert maxima["array_read_p99_us"] == 100 and maxima["array_read_iops_per_s"] == 1234
     assert not [w for w in rerun["warnings"] if w.startswith("impossible latency order")]
     assert rerun["intervals"]["columns"].count("external:array_read_p99_us") == 1
     assert "100.0 us" in (run_file.parent / "report.txt").read_text()
