@@ -77,18 +77,20 @@ def _by_interval(layers: list[Layer]) -> dict[str, Any]:
 
 
 def _table(layers: list[Layer]) -> str:
-    columns = (*PERCENTILES, "mean")
+    columns = [p for p in (*PERCENTILES, "mean") if any(p in x.window_us for x in layers)]
     head = "".join(f"<th>{escape.text(p)}</th>" for p in columns)
     rows = []
     for x in layers:
         shown = [fmt_us(x.window_us.get(p)) if p in x.window_us else "" for p in columns]
         cells = "".join(f'<td class="num">{escape.text(c)}</td>' for c in shown)
         where = x.measured_at + (f" — {NA} ({x.reason})" if x.reason else "")
-        rows.append(f"<tr><td>{escape.text(x.name)}</td>{cells}<td>{escape.text(where)}</td></tr>")
+        name, place = escape.text(x.name), escape.text(where)
+        rows.append(f'<tr><td class="text">{name}</td>{cells}<td class="text">{place}</td></tr>')
     return (
-        '<table class="waterfall"><caption>Latency waterfall (window)</caption>'
+        '<div class="table-wrap"><table class="data waterfall">'
+        "<caption>Latency waterfall (window)</caption>"
         f"<thead><tr><th>layer</th>{head}<th>measured at</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 
