@@ -358,6 +358,20 @@ def plot(
         click.echo(str(path))
 
 
+def _attach_series(path: Path, series: Path) -> None:
+    """Import `series` into the run directory `path` (run.json and report.txt rewritten)."""
+    from openslob.model.errors import ConfigError
+    from openslob.report.text import render_text
+    from openslob.results.external import reattach
+    from openslob.results.rundir import REPORT_KEYS, load_run, write_run
+
+    if not (path / "run.json").is_file():
+        raise ConfigError(f"--external-series: {path} is not a run directory (no run.json)")
+    run = load_run(path, REPORT_KEYS)
+    reattach(run, series)
+    write_run(path, run, render_text(run))
+
+
 @cli.command(context_settings=CONTEXT)
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
@@ -379,9 +393,25 @@ def plot(
     help="Every column of the wide tables (I/O breakdown, statements); the default fits 100 "
     "columns.",
 )
+@click.option(
+    "--external-series",
+    "external_series",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Attach series measured outside this host (as `slob run --external-series`) to the "
+    "run in PATH: its run.json and report.txt are rewritten with them (any imported before "
+    "are replaced), then the report is rendered.",
+)
 @oracle_names_option
 @friendly_errors
-def report(path: Path, as_html: bool, output: Path | None, wide: bool, oracle_names: Any) -> None:
+def report(
+    path: Path,
+    as_html: bool,
+    output: Path | None,
+    wide: bool,
+    external_series: Path | None,
+    oracle_names: Any,
+) -> None:
     """Re-render a run's AWR-like text report from run.json, or an HTML report.
 
     PATH is a run directory (text or HTML), or for HTML a sweep directory, a tree of runs or
@@ -396,6 +426,8 @@ def report(path: Path, as_html: bool, output: Path | None, wide: bool, oracle_na
     """
     from openslob.results.rundir import REPORT_KEYS, load_run, require_keys
 
+    if external_series is not None:
+        _attach_series(path, external_series)
     if as_html:
         from openslob.report.html import write_html
 

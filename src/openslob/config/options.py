@@ -252,6 +252,14 @@ OPTIONS: tuple[Option, ...] = (
         "before SS_RAMP + SS_WINDOW); the run is complete, with a note.",
         RUN_SCOPES, slob=False, metavar="on|off", listable=False,
     ),
+    Option(
+        "EXTERNAL_SERIES", "path", "",
+        "Latency or IOPS measured outside this host (array, hypervisor): a CSV time,name,value "
+        "(epoch seconds or ISO 8601 with zone; the name's suffix _us, _ms or _per_s is its "
+        "unit) or a Prometheus query_range JSON dump; aligned to the run's intervals and "
+        "drawn in the latency waterfall. Empty for none.",
+        RUN_SCOPES, slob=False,
+    ),
 )  # fmt: skip
 
 OPTIONS_BY_NAME: Mapping[str, Option] = MappingProxyType({o.name: o for o in OPTIONS})

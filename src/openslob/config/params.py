@@ -81,6 +81,7 @@ class Params:
     ss_window: float  # seconds
     ss_ramp: float  # seconds
     stop_on_steady: bool
+    external_series: str  # a file path; "" for none
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Params:

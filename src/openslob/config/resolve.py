@@ -31,6 +31,7 @@ from openslob.config.params import Params, typed_value
 from openslob.config.slobconf import read_slob_conf
 from openslob.model import steady
 from openslob.model.errors import ConfigError
+from openslob.results.external import read_series
 
 Source = Literal["default", "file", "flag", "dataset"]
 GIVEN: frozenset[Source] = frozenset({"file", "flag"})
@@ -296,13 +297,21 @@ def _check_external_script(c: Config) -> str | None:
 
 def _check_steady_state(c: Config) -> str | None:
     """STEADY_STATE parses (model/steady.py); STOP_ON_STEADY needs a rule."""
-    text = c["STEADY_STATE"]
+    text = c.p.steady_state
     if not text:
-        return "STOP_ON_STEADY=TRUE needs STEADY_STATE rules" if c["STOP_ON_STEADY"] else None
+        return "STOP_ON_STEADY=TRUE needs STEADY_STATE rules" if c.p.stop_on_steady else None
     try:
         steady.parse_rules(text)
     except ValueError as err:
         return f"STEADY_STATE={shown_value(text)}: {err} (allowed: {steady.FORMS})"
+    return None
+
+
+def _check_external_series(c: Config) -> str | None:
+    """The imported series are read before the run: a bad line fails here (exit 2), not
+    after an hour of measuring."""
+    if c.p.external_series:
+        read_series(Path(c.p.external_series))  # ExternalSeriesError: file, line, what
     return None
 
 
@@ -317,6 +326,7 @@ _CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
     (("SESSIONS", "SCHEMAS", "THREADS_PER_SCHEMA"), _check_sessions),
     (("EXTERNAL_SCRIPT",), _check_external_script),
     (("STEADY_STATE", "STOP_ON_STEADY"), _check_steady_state),
+    (("EXTERNAL_SERIES",), _check_external_series),
 )
 
 

@@ -28,7 +28,15 @@ from openslob.analysis.compare import Comparison
 from openslob.analysis.rules import RuleResult
 from openslob.analysis.sustained import detect_degradation, load_timeseries, render_degradation
 from openslob.oracle import awr_rows
-from openslob.report import escape, webcharts, webscaling, websteady, websummary, webtable
+from openslob.report import (
+    escape,
+    webcharts,
+    webscaling,
+    websteady,
+    websummary,
+    webtable,
+    webwaterfall,
+)
 from openslob.report.comparison import csv_rows
 from openslob.report.comparison import render_text as comparison_text
 from openslob.report.text import render_text
@@ -141,6 +149,7 @@ def _run_detail(ref: RunRef, key: str) -> str:
         parts.append(_pre(render_degradation(found)))
         parts.append(_charts(webcharts.timeseries(rows, ref.run, f"ts-{key}", marks)))
     parts.append(_charts(webcharts.latency(ref.run)))
+    parts.append(webwaterfall.table_html(ref.run) + _charts(webwaterfall.specs(ref.run)))
     parts.append("<h3>Report</h3>" + _pre(_report_text(ref)))
     return "".join(parts)
 

@@ -23,6 +23,7 @@ from openslob.report.ioshape import ioshape_lines
 from openslob.report.rate import rate_section
 from openslob.report.steadytext import steady_section
 from openslob.report.storage import storage_lines
+from openslob.report.waterfall import waterfall_section
 
 
 def _gib(size: int | None) -> float | None:
@@ -572,6 +573,7 @@ def render_text(run: dict[str, Any], wide: bool = False) -> str:
         _load_profile(run),
         _instances(run),
         _latency(run),
+        waterfall_section(run),
         cluster_section(run),
         interval_section(run),
         rate_section(run),

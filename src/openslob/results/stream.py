@@ -26,7 +26,11 @@ from openslob.model.metrics import LATENCY_STATS, OP_KINDS
 from openslob.model.states import Phase
 
 TIMESERIES_FILE = "timeseries.csv"
-# run.json "intervals": the window's op figures per interval (the rest is timeseries.csv)
+# The kernel-traced latency layers' per-interval columns (run.json latency_layers), when a
+# run has them: the latency waterfall draws them per interval.
+TRACED_LAYERS = ("op", "db_read_call", "log_sync", "device_read", "device_write")
+# run.json "intervals": the window's op figures per interval (the rest is timeseries.csv);
+# a column missing from timeseries.csv is left out
 INTERVAL_COLUMNS = (
     "elapsed_s",
     "interval",
@@ -34,6 +38,7 @@ INTERVAL_COLUMNS = (
     "slobops_per_s",
     *(f"{kind}_count" for kind in OP_KINDS),
     *(f"{kind}_{stat}_us" for kind in OP_KINDS for stat, _ in LATENCY_STATS),
+    *(f"{layer}_{stat}_us" for layer in TRACED_LAYERS for stat in ("p50", "p99")),
 )
 
 

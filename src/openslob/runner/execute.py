@@ -26,6 +26,7 @@ from openslob.model.errors import ConfigError
 from openslob.model.plan import session_schemas
 from openslob.model.states import RunStatus
 from openslob.results.build import InstanceInfo, build_run_json
+from openslob.results.external import add_layers
 from openslob.results.histlog import HlogWriter, PercentileCsv
 from openslob.results.record import InstanceRecord, RunRecord
 from openslob.results.rundir import RUN_FILE, run_directory, write_atomic, write_run
@@ -234,6 +235,7 @@ def execute(
         "(time series, histogram logs, checkpoints; page cache, no fsync)"
         + ("" if share is None else f": {share:.3g} % of the device's writes in the window")
     )
+    add_layers(run, config.p.external_series)
     if calibrate_dir is not None and run["status"] == RunStatus.COMPLETE:
         run["calibration"] = calibration(calibrate_dir, sessions, run, notice)
     try:
