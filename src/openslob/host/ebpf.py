@@ -28,6 +28,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -45,13 +46,16 @@ MEASURED_AT = {
     "device_read": "block layer, issue to completion of read requests (kernel, bpftrace)",
     "device_write": "block layer, issue to completion of write requests (kernel, bpftrace)",
 }
-PRINT_EVERY_MS = 250  # how stale a snapshot may be; the cost of a print is one map walk
+# A reading is the print nearest the moment asked for: at most half this away (the cost of a
+# print is one walk of the maps, a few hundred entries)
+PRINT_EVERY_MS = 100
+KEEP_PRINTS = 50  # the last 5 s of prints, to find the one nearest a boundary
 START_TIMEOUT_S = 30.0  # compiling and attaching takes ~2 s; a loaded machine more
 TRACEFS = Path("/sys/kernel/tracing/available_events")
 SYS_CLASS_BLOCK = Path("/sys/class/block")
 MINORBITS = 20  # the kernel's dev_t in tracepoints: major << 20 | minor
 _MARKER = "openslob_end"
-_ENTRY = re.compile(r"^@(h|b)\[(\d+)(?:, (\d+))?\]: (\d+)$")
+_ENTRY = re.compile(r"^@(h|b|n)\[(\d+)(?:, (\d+))?\]: (\d+)$")
 
 
 def bucket_code(value: str = "$us", out: str = "$idx") -> str:
@@ -129,10 +133,12 @@ def unavailable_reason(pid: int | None, devices: Sequence[str]) -> str | None:
 
 @dataclass
 class Cumulative:
-    """One complete print of the kernel's maps: counts per layer and bucket, bytes."""
+    """One complete print of the kernel's maps: counts per layer and bucket (the timed
+    calls), bytes, and the device layers' completions (`completed`: timed or not)."""
 
     hists: dict[str, Histogram] = field(default_factory=dict)
     bytes: dict[str, int] = field(default_factory=dict)
+    completed: dict[str, int] = field(default_factory=dict)
 
     def minus(self, before: Cumulative) -> Cumulative:
         """What happened between two prints (maps only grow, so no count goes negative)."""
@@ -144,17 +150,20 @@ class Cumulative:
             )
             out.hists[layer].counts = {i: n for i, n in out.hists[layer].counts.items() if n}
             out.bytes[layer] = self.bytes.get(layer, 0) - before.bytes.get(layer, 0)
+            out.completed[layer] = self.completed.get(layer, 0) - before.completed.get(layer, 0)
         return out
 
     def add(self, other: Cumulative) -> Cumulative:
         for layer in TRACED_LAYERS:
             self.hists.setdefault(layer, Histogram()).merge(other.hists.get(layer, Histogram()))
             self.bytes[layer] = self.bytes.get(layer, 0) + other.bytes.get(layer, 0)
+            self.completed[layer] = self.completed.get(layer, 0) + other.completed.get(layer, 0)
         return self
 
 
 def parse_print(lines: Sequence[str]) -> Cumulative:
-    """A print's lines (`@h[layer, bucket]: count`, `@b[layer]: bytes`) as a Cumulative;
+    """A print's lines (`@h[layer, bucket]: count`, `@b[layer]: bytes`, `@n[layer]:
+    completions`) as a Cumulative;
     lines of anything else (blank lines, bpftrace's notes) are skipped."""
     out = Cumulative()
     for line in lines:
@@ -170,6 +179,8 @@ def parse_print(lines: Sequence[str]) -> Cumulative:
             out.hists.setdefault(layer, Histogram()).counts[int(idx)] = int(value)
         elif kind == "b":
             out.bytes[layer] = int(value)
+        elif kind == "n":
+            out.completed[layer] = int(value)
     return out
 
 
@@ -180,7 +191,7 @@ class Tracer:
     def __init__(self, pid: int, devices: Sequence[str]) -> None:
         self.text = script(pid, device_numbers(devices))
         self._proc: subprocess.Popen[str] | None = None
-        self._latest: Cumulative | None = None
+        self._prints: deque[tuple[float, Cumulative]] = deque(maxlen=KEEP_PRINTS)
         self._first = threading.Event()
         self._errors: list[str] = []
         self.prints = 0
@@ -216,7 +227,9 @@ class Tracer:
         lines: list[str] = []
         for line in self._proc.stdout:
             if line.startswith(_MARKER):
-                self._latest = parse_print(lines)  # one reference swap: readers see it whole
+                # (arrival, print): bpftrace reads the maps as it prints them, so a print's
+                # moment is its arrival (within the pipe's latency)
+                self._prints.append((time.time(), parse_print(lines)))
                 self.prints += 1
                 self._first.set()
                 lines = []
@@ -230,7 +243,46 @@ class Tracer:
             del self._errors[:-20]
 
     def snapshot(self) -> Cumulative:
-        return self._latest or Cumulative()
+        """The latest print."""
+        return self._prints[-1][1] if self._prints else Cumulative()
+
+    def at(self, moment: float) -> Cumulative:
+        """The print nearest `moment` (epoch s): waits for the next print when the
+        latest is older than the moment (at most two print periods)."""
+        deadline = time.monotonic() + 2 * PRINT_EVERY_MS / 1000
+        while (
+            self._proc is not None
+            and self._proc.poll() is None
+            and (not self._prints or self._prints[-1][0] < moment)
+            and time.monotonic() < deadline
+        ):
+            time.sleep(PRINT_EVERY_MS / 4000)
+        prints = list(self._prints)
+        if not prints:
+            return Cumulative()
+        return min(prints, key=lambda p: abs(p[0] - moment))[1]
+
+    def skipped(self) -> int | None:
+        """Probe runs the kernel skipped so far (its recursion guard: a probe firing, e.g.
+        a completion interrupt, on a CPU already running one of these programs), summed
+        over the programs (/proc/PID/fdinfo's recursion_misses); None when unreadable."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return None
+        total, seen = 0, False
+        fdinfo = Path(f"/proc/{proc.pid}/fdinfo")
+        try:
+            for entry in fdinfo.iterdir():
+                try:
+                    text = entry.read_text()
+                except OSError:
+                    continue
+                for line in text.splitlines():
+                    if line.startswith("recursion_misses:"):
+                        total, seen = total + int(line.split()[1]), True
+        except OSError:
+            return None
+        return total if seen else None
 
     def stop(self) -> None:
         proc = self._proc
@@ -245,21 +297,34 @@ class Tracer:
 
 
 class LayerSeries:
-    """Intervals of the traced layers: `mark` at a phase's start, `interval` at each
-    close (the difference since the previous one, added to the window's when in it)."""
+    """Intervals of the traced layers, read at the moments the host counters are (the
+    sampler's): `mark` at a phase's start, `boundary` as each interval's end passes,
+    `interval` when it closes (the difference since the previous one, added to the
+    window's when in it). Each reading is the kernel's print nearest that moment."""
 
     def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
-        self._prev = Cumulative()
+        self._prev: Cumulative | None = None
+        self._prev_at = 0.0
+        self._boundaries: dict[int, float] = {}
         self.window = Cumulative()
         self.window_intervals = 0
 
     def mark(self) -> None:
-        self._prev = self.tracer.snapshot()
+        self._prev, self._prev_at, self._boundaries = None, time.time(), {}
 
-    def interval(self, in_window: bool) -> Cumulative:
-        now = self.tracer.snapshot()
-        delta = now.minus(self._prev)
+    def boundary(self, index: int) -> None:
+        self._boundaries[index] = time.time()
+
+    def interval(self, index: int, in_window: bool, at: float | None = None) -> Cumulative:
+        """Interval `index` closes; `at`: its end when the caller knows it (the window's
+        end), else the moment its boundary passed (else now)."""
+        moment = at if at is not None else self._boundaries.get(index, time.time())
+        for old in [i for i in self._boundaries if i <= index]:
+            del self._boundaries[old]
+        before = self._prev if self._prev is not None else self.tracer.at(self._prev_at)
+        now = self.tracer.at(moment)
+        delta = now.minus(before)
         self._prev = now
         if in_window:
             self.window.add(delta)

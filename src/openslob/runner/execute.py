@@ -215,6 +215,7 @@ def execute(
         checkpoint.closed = True  # a late checkpoint must not replace the final run.json
         for file in files:
             file.close()
+        skipped = tracer.skipped() if tracer is not None else None
         if tracer is not None:
             tracer.stop()
     for info, prep in zip(infos, prepared.instances, strict=True):
@@ -222,7 +223,7 @@ def execute(
     run = build_run_json(record=record, config=config, instances=infos, label=label)
     run["intervals"] = interval_table(run_dir / TIMESERIES_FILE)
     run["latency_layers"], disagree = latency_layers(
-        run, layers.window if layers is not None else None, untraced
+        run, layers.window if layers is not None else None, untraced, skipped
     )
     run["warnings"].extend(disagree)
     run["client"] = client = client_writes(

@@ -175,6 +175,8 @@ class Sampler(threading.Thread):
 
     def _boundary(self) -> None:
         self._at_boundary[self._tick] = self._hosts()
+        if self.layers is not None:  # the kernel's counts at the same moment as the host's
+            self.layers.boundary(self._tick)
         self._tick += 1
 
     def _row(
@@ -199,7 +201,7 @@ class Sampler(threading.Thread):
         )
         row.update(self._horizons())
         if self.layers is not None:
-            delta = self.layers.interval(interval.phase == Phase.WINDOW)
+            delta = self.layers.interval(interval.index, interval.phase == Phase.WINDOW, end)
             row.update(interval_figures(delta, float(row["seconds"])))
             hists = {**hists, **delta.hists}
         self._db_prev, self._host_prev = db_cur, host_cur
