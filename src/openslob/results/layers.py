@@ -122,10 +122,11 @@ def latency_layers(
             "reason": reason if traced is None else None,
         }
         counted_calls = per_s
-        if traced is not None and layer.startswith("device_"):  # every completion
-            counted_calls = _per_s(traced.completed[layer], seconds)
+        device = layer.startswith("device_")
+        if traced is not None and device:  # every completion, timed or not
+            counted_calls = _per_s(traced.completed.get(layer, 0), seconds)
         check = None if traced is None else _reconcile(layer, counted_calls, metrics, terms)
-        if check is not None and traced is not None and hist is not None:
+        if check is not None and traced is not None and hist is not None and device:
             done = traced.completed.get(layer)
             # requests whose issue was not seen under the same dev+sector are not timed
             check["timed_pct"] = round(100 * hist.count / done, 2) if done else None
