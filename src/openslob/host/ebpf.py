@@ -52,6 +52,8 @@ PRINT_EVERY_MS = 100
 KEEP_PRINTS = 50  # the last 5 s of prints, to find the one nearest a boundary
 START_TIMEOUT_S = 30.0  # compiling and attaching takes ~2 s; a loaded machine more
 TRACEFS = Path("/sys/kernel/tracing/available_events")
+# "off": do not trace (bench/ebpf_cost.py's A/B; a run otherwise the same)
+EBPF_ENV = "SLOB_EBPF"
 SYS_CLASS_BLOCK = Path("/sys/class/block")
 MINORBITS = 20  # the kernel's dev_t in tracepoints: major << 20 | minor
 _MARKER = "openslob_end"
@@ -118,6 +120,8 @@ def script(pid: int, devs: Sequence[int], every_ms: int = PRINT_EVERY_MS) -> str
 
 def unavailable_reason(pid: int | None, devices: Sequence[str]) -> str | None:
     """Why the kernel layers cannot be traced for this server (None: they can)."""
+    if os.environ.get(EBPF_ENV) == "off":
+        return f"not traced: {EBPF_ENV}=off"
     if pid is None:
         return "not traced: the server is not on this host (or its pid is unknown)"
     if os.geteuid() != 0:
@@ -283,6 +287,23 @@ class Tracer:
         except OSError:
             return None
         return total if seen else None
+
+    def cpu_s(self) -> float | None:
+        """CPU seconds the bpftrace process used so far (user + system; the probes
+        themselves run in the traced processes' time)."""
+        proc = self._proc
+        if proc is None:
+            return None
+        try:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def note(self) -> str:
+        cpu = self.cpu_s()
+        used = "" if cpu is None else f", {cpu:.2f} s of CPU"
+        return f"latency layers traced in the kernel by bpftrace ({self.prints} prints{used})"
 
     def stop(self) -> None:
         proc = self._proc

@@ -217,6 +217,7 @@ def execute(
             file.close()
         skipped = tracer.skipped() if tracer is not None else None
         if tracer is not None:
+            controller.record.notes.append(tracer.note())
             tracer.stop()
     for info, prep in zip(infos, prepared.instances, strict=True):
         info.profile = _profile(prep.target)
