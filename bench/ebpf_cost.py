@@ -14,12 +14,11 @@ Numbers for people to read; the machine may be shared (say so when you quote the
 from __future__ import annotations
 
 import os
-import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from _common import Bench, ints, parse_args, spread
+from _common import Bench, ints, parse_args, print_ab
 
 from openslob.host.ebpf import EBPF_ENV
 from openslob.runner.execute import run_benchmark
@@ -76,16 +75,7 @@ def main() -> None:
 
 def _print(sessions: int, runs: dict[str, list[dict[str, Any]]]) -> None:
     print(f"\n{sessions} sessions")
-    print(f"  {'':<16}  {'off':>34}  {'on':>34}  {'ratio':>6}")
-    for name, get, digits in COLUMNS:
-        off = [v for r in runs["off"] if (v := get(r)) is not None]
-        on = [v for r in runs["on"] if (v := get(r)) is not None]
-        ratio = (
-            f"{statistics.median(on) / statistics.median(off):.3f}"
-            if off and on and statistics.median(off)
-            else "n/a"
-        )
-        print(f"  {name:<16}  {spread(off, digits):>34}  {spread(on, digits):>34}  {ratio:>6}")
+    print_ab(runs, COLUMNS, ratio_digits=3)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import os
 import random
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,37 +16,19 @@ from typing import Any
 import pytest
 from hdrh.log import HistogramLogReader
 
-from openslob.config.resolve import resolve
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.host import ebpf
 from openslob.model.histogram import bucket_index
-from openslob.report.text import render_text
 from openslob.results.layers import RECONCILE_BOUND_PCT, RECONCILE_MIN_PER_S
 from openslob.results.schema import validate_run
-from openslob.runner.execute import run_benchmark
-from openslob.runner.observers import Observers
-from tests.integration.test_run import (
-    DATA,
-    dataset,  # noqa: F401  (the same data set: loaded once)
-)
+from tests.integration.test_run import dataset  # noqa: F401  (the same data set: loaded once)
+from tests.integration.test_run import run as slob_run
 
-pytestmark = pytest.mark.skipif(
-    ebpf.unavailable_reason(os.getpid(), ["vda"]) is not None and shutil.which("bpftrace") is None,
-    reason="bpftrace is not installed (.ci/run installs it)",
-)
 TRACED = ebpf.TRACED_LAYERS
 
 
 def traced_run(server: EmbeddedServer, tmp_path: Path) -> tuple[Path, dict[str, Any]]:
-    flags = {**DATA, "RUN_TIME": "4", "WARMUP": "1", "UPDATE_PCT": "30", "THREADS_PER_SCHEMA": "2"}
-    config = resolve(flags, None, cwd=tmp_path)
-    return run_benchmark(
-        config,
-        target=None,
-        data_dir=server.data_dir,
-        results_parent=tmp_path / "results",
-        observers=Observers(render=render_text),
-    )
+    return slob_run(server, tmp_path, RUN_TIME=4, WARMUP=1, UPDATE_PCT=30, THREADS_PER_SCHEMA=2)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +57,7 @@ def test_every_layer_has_counts_and_percentiles_per_interval_and_window(traced) 
     assert len(rows) == 4
     for layer in ("db_read_call", "device_read", "device_write"):  # ~thousands a second
         for row in rows:
-            assert float(row[f"{layer}_per_s"]) > 0, (layer, row)
+            assert float(row[f"{layer}_traced_per_s"]) > 0, (layer, row)
             assert 0 < float(row[f"{layer}_p50_us"]) <= float(row[f"{layer}_p99_us"])
     report = (run_dir / "report.txt").read_text()
     assert "Latency by layer (window)" in report
@@ -95,7 +76,7 @@ def test_interval_histograms_add_up_to_the_window(traced) -> None:
         assert total == run["latency_layers"][layer]["window"]["count"], layer
     # and the time series' rates are those intervals' counts
     rows = window_rows(run_dir)
-    reads = sum(float(r["db_read_call_per_s"]) * float(r["seconds"]) for r in rows)
+    reads = sum(float(r["db_read_call_traced_per_s"]) * float(r["seconds"]) for r in rows)
     assert reads == pytest.approx(run["latency_layers"]["db_read_call"]["window"]["count"], abs=4)
 
 

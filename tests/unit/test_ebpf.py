@@ -72,9 +72,9 @@ def test_intervals_are_differences_that_add_up_to_the_window() -> None:
     assert window.hists["device_read"].counts == prints[-1].hists["device_read"].counts
     assert window.completed["device_read"] == 14
     row = ebpf.interval_figures(deltas[2], 0.5)
-    assert row["device_read_per_s"] == 14.0
+    assert row["device_read_traced_per_s"] == 14.0
     assert row["device_read_p50_us"] == bucket_index(65) == 65
-    assert row["db_read_call_per_s"] == 0.0 and row["db_read_call_p99_us"] is None
+    assert row["db_read_call_traced_per_s"] == 0.0 and row["db_read_call_p99_us"] is None
     assert set(row) <= set(METRICS) and all(METRICS[k].live for k in row)
 
 

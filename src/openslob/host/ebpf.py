@@ -358,7 +358,7 @@ def interval_figures(delta: Cumulative, seconds: float) -> dict[str, float | Non
     row: dict[str, float | None] = {}
     for layer in TRACED_LAYERS:
         hist = delta.hists.get(layer, Histogram())
-        row[f"{layer}_per_s"] = hist.count / seconds if seconds > 0 else None
+        row[f"{layer}_traced_per_s"] = hist.count / seconds if seconds > 0 else None
         row[f"{layer}_p50_us"] = hist.percentile_us(50)
         row[f"{layer}_p99_us"] = hist.percentile_us(99)
     return row

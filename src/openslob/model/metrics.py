@@ -323,7 +323,7 @@ def _layer(layer: str) -> tuple[Metric, ...]:
     name = _LAYER_NAMES[layer]
     return (
         Metric(
-            f"{layer}_per_s", "calls/s", f"{name}s per second (traced)", live=True, source="ebpf"
+            f"{layer}_traced_per_s", "calls/s", f"{name}s per second (traced)", live=True, source="ebpf"
         ),
         *(
             Metric(
