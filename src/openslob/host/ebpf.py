@@ -49,6 +49,11 @@ MEASURED_AT = {
 # A reading is the print nearest the moment asked for: at most half this away (the cost of a
 # print is one walk of the maps, a few hundred entries)
 PRINT_EVERY_MS = 100
+# Entries per map (bpftrace's default is 4,096). A completion the kernel skipped (its
+# recursion guard) leaves its issue's entry in the in-flight map until a request at the same
+# sector replaces it; a full map times no new request (`timed_pct` shows it). bpftrace 0.17
+# cannot clear a map that probes are updating, so the map is made large instead (~6 MB).
+MAP_KEYS_MAX = 65536
 KEEP_PRINTS = 50  # the last 5 s of prints, to find the one nearest a boundary
 START_TIMEOUT_S = 30.0  # compiling and attaching takes ~2 s; a loaded machine more
 TRACEFS = Path("/sys/kernel/tracing/available_events")
@@ -213,6 +218,7 @@ class Tracer:
                 stderr=subprocess.PIPE,
                 text=True,
                 start_new_session=True,
+                env={**os.environ, "BPFTRACE_MAP_KEYS_MAX": str(MAP_KEYS_MAX)},
             )
         except OSError as exc:
             return f"not traced: bpftrace did not start ({exc})"
@@ -299,6 +305,17 @@ class Tracer:
         except (OSError, IndexError):
             return None
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def died(self) -> str | None:
+        """Why the layers are not measured when bpftrace ended before `stop` (None: it
+        ran throughout): what it printed stops there, so no figure of it stands."""
+        proc = self._proc
+        if proc is None or proc.poll() is None:
+            return None
+        detail = next((e for e in reversed(self._errors) if "RLIMIT" not in e), None)
+        return f"not measured: bpftrace ended during the run (exit status {proc.returncode}" + (
+            f": {detail})" if detail else ")"
+        )
 
     def note(self) -> str:
         cpu = self.cpu_s()

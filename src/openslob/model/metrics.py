@@ -322,9 +322,7 @@ _LAYER_NAMES = {
 def _layer(layer: str) -> tuple[Metric, ...]:
     name = _LAYER_NAMES[layer]
     return (
-        Metric(
-            f"{layer}_traced_per_s", "calls/s", f"{name}s per second (traced)", live=True, source="ebpf"
-        ),
+        Metric(f"{layer}_traced_per_s", "calls/s", f"{name}s/s (traced)", live=True, source="ebpf"),
         *(
             Metric(
                 f"{layer}_{stat}_us",

@@ -217,6 +217,8 @@ def execute(
             file.close()
         skipped = tracer.skipped() if tracer is not None else None
         if tracer is not None:
+            untraced = tracer.died()
+            layers = None if untraced else layers
             controller.record.notes.append(tracer.note())
             tracer.stop()
     for info, prep in zip(infos, prepared.instances, strict=True):
