@@ -2,11 +2,13 @@
 layer has counts and p50/p99 per interval and for the window, the intervals' histograms add
 up to the window's, the counts reconcile with pg_stat_io and /proc/diskstats within the
 stated bound, the bucket formula run by bpftrace is model/histogram.py's, and without
-bpftrace on PATH the layers are null with the reason and the run is otherwise the same."""
+bpftrace on PATH the layers are null with the reason and the run is otherwise the same; and
+one short MariaDB run (its read calls against performance_schema)."""
 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import random
 import subprocess
@@ -21,6 +23,7 @@ from openslob.host import ebpf
 from openslob.model.histogram import bucket_index
 from openslob.results.layers import RECONCILE_BOUND_PCT, RECONCILE_MIN_PER_S
 from openslob.results.schema import validate_run
+from tests.conftest import invoke, private_mariadb
 from tests.integration.test_run import dataset  # noqa: F401  (the same data set: loaded once)
 from tests.integration.test_run import run as slob_run
 
@@ -155,3 +158,23 @@ def test_without_bpftrace_the_layers_are_null_with_the_reason(
     with (run_dir / "timeseries.csv").open() as a, (traced_dir / "timeseries.csv").open() as b:
         assert a.readline() == b.readline()
     assert run["status"] == "complete" and run["metrics"]["slobops_per_s"] > 0
+
+
+def test_mariadb_read_calls_reconcile_with_performance_schema(tmp_path: Path) -> None:
+    """The same layers on a private mariadbd (one process: its threads are traced)."""
+    for server in private_mariadb("openslob-ebpf-mariadb-"):
+        data = ["--schemas", "2", "--scale", "4096", "--scan-table-sz", "40", "--seed", "7"]
+        common = ["--target", "embedded-mariadb", "--data-dir", str(server.base_dir), *data]
+        setup = invoke("setup", *common, cwd=tmp_path)
+        assert setup.exit_code == 0, setup.output
+        flags = ["--run-time", "3", "--warmup", "1", "--update-pct", "20"]
+        run = invoke("run", *common, *flags, cwd=tmp_path)
+        assert run.exit_code == 0, run.output
+        (run_json,) = (tmp_path / "slob-results").glob("*/run.json")
+        result = json.loads(run_json.read_text())
+        layers = result["latency_layers"]
+        for layer in TRACED:
+            assert layers[layer]["reason"] is None and layers[layer]["window"]["count"] > 0, layer
+        check = layers["db_read_call"]["reconciliation"]
+        assert "performance_schema" in check["counted_by"]
+        assert abs(check["difference_pct"]) <= RECONCILE_BOUND_PCT["db_read_call"], check
