@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from openslob.config.resolve import Config, resolve
 from openslob.engines.postgres.server import EmbeddedServer
@@ -81,3 +82,22 @@ def spread(values: Sequence[float], digits: int = 2) -> str:
         f"{statistics.median(values):,.{digits}f} (min {min(values):,.{digits}f}, "
         f"max {max(values):,.{digits}f}, n={len(values)})"
     )
+
+
+def print_ab(
+    runs: dict[str, list[dict[str, Any]]],
+    columns: Sequence[tuple[str, Callable[[dict[str, Any]], float | None], int]],
+    ratio_digits: int = 2,
+) -> None:
+    """A table of two alternated sets of runs (`runs`: "off" and "on"): per column the
+    median (min, max) of each and the on/off ratio of the medians."""
+    print(f"  {'':<18}  {'off':>34}  {'on':>34}  {'ratio':>6}")
+    for name, get, digits in columns:
+        off = [v for r in runs["off"] if (v := get(r)) is not None]
+        on = [v for r in runs["on"] if (v := get(r)) is not None]
+        ratio = (
+            f"{statistics.median(on) / statistics.median(off):.{ratio_digits}f}"
+            if off and on and statistics.median(off)
+            else "n/a"
+        )
+        print(f"  {name:<18}  {spread(off, digits):>34}  {spread(on, digits):>34}  {ratio:>6}")

@@ -16,13 +16,12 @@ With --data-dir, a PostgreSQL io_method set by ALTER SYSTEM there is RESET after
 
 from __future__ import annotations
 
-import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import psycopg
-from _common import Bench, ints, parse_args, spread
+from _common import Bench, ints, parse_args, print_ab
 from psycopg import sql
 
 from openslob.engines.mariadb.server import EmbeddedMariaDB
@@ -108,16 +107,7 @@ def _io_method(bench: Bench, method: str | None) -> None:
 def _print(engine: str, method: str | None, unit: int, runs: dict[str, list]) -> None:
     where = f"{engine}" + (f" io_method={method}" if method else "")
     print(f"\n{where}, WORK_UNIT {unit}")
-    print(f"  {'':<18}  {'off':>34}  {'on':>34}  {'ratio':>6}")
-    for name, get, digits in COLUMNS:
-        off = [v for r in runs["off"] if (v := get(r)) is not None]
-        on = [v for r in runs["on"] if (v := get(r)) is not None]
-        ratio = (
-            f"{statistics.median(on) / statistics.median(off):.2f}"
-            if off and on and statistics.median(off)
-            else "n/a"
-        )
-        print(f"  {name:<18}  {spread(off, digits):>34}  {spread(on, digits):>34}  {ratio:>6}")
+    print_ab(runs, COLUMNS)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,9 @@ def test_external_series_in_the_waterfall_and_the_warning(
     (run_file,) = tmp_path.rglob("run.json")
     run = json.loads(run_file.read_text())
     validate_run(run)
+    # kernel tracing is opt-in (it costs throughput): not asked, the layers say so
+    for layer in ("db_read_call", "log_sync", "device_read", "device_write"):
+        assert "TRACE_LAYERS is off" in run["latency_layers"][layer]["reason"], layer
     entries = {e["name"]: e for e in run["external_series"]}
     p99 = entries["array_read_p99_us"]
     assert p99["layer"] == "measured outside this host: array_read_p99_us"

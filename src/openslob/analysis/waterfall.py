@@ -134,8 +134,10 @@ def waterfall(run: Mapping[str, Any]) -> list[Layer]:
     layers = []
     for key in ("op", "db_read_call", "device_read", "device_write", "log_sync"):
         layer = _host_layer(key, traced[key], rows) if key in traced else None
-        if key == "op" and (layer is None or not layer.measured):
-            layer = _op_from_latency(run, rows) or layer  # the loop's own histograms
+        if key == "op":
+            # The read chain's top is the SLOBop select, from the loop's own histograms
+            # (per interval too); latency_layers' op holds every kind of op (updates too).
+            layer = _op_from_latency(run, rows) or layer
         elif layer is None and traced:
             layer = _host_layer(key, None, rows)
         if layer is not None:

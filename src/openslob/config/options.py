@@ -260,6 +260,14 @@ OPTIONS: tuple[Option, ...] = (
         "drawn in the latency waterfall. Empty for none.",
         RUN_SCOPES, slob=False,
     ),
+    Option(
+        "TRACE_LAYERS", "bool", False,
+        "on: trace the database's read calls, its log syncs and the block device with "
+        "bpftrace (root on the database's host) as latency distributions per interval. Off "
+        "by default: tracing cost 8-12 % of SLOBops/s on the 2-vCPU test VM "
+        "(bench/ebpf_cost.py), more than a measurement may cost.",
+        RUN_SCOPES, slob=False, metavar="on|off",
+    ),
 )  # fmt: skip
 
 OPTIONS_BY_NAME: Mapping[str, Option] = MappingProxyType({o.name: o for o in OPTIONS})

@@ -82,6 +82,7 @@ class Params:
     ss_ramp: float  # seconds
     stop_on_steady: bool
     external_series: str  # a file path; "" for none
+    trace_layers: bool  # bpftrace latency layers (host/ebpf.py); costs, so opt-in
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Params:

@@ -307,6 +307,38 @@ def _latency(kind: str) -> tuple[Metric, ...]:
 
 LATENCY = tuple(m for kind in OP_KINDS for m in _latency(kind))
 
+# Latency below the op, traced in the kernel (host/ebpf.py): each sampling interval's rate
+# and p50/p99 of the database's read call, its log sync, and the device's requests (the
+# window's are run.json "latency_layers"); null when not traced.
+LATENCY_LAYERS = ("db_read_call", "log_sync", "device_read", "device_write")
+_LAYER_NAMES = {
+    "db_read_call": "DB read call",
+    "log_sync": "{log} sync call",
+    "device_read": "device read request",
+    "device_write": "device write request",
+}
+
+
+def _layer(layer: str) -> tuple[Metric, ...]:
+    name = _LAYER_NAMES[layer]
+    return (
+        Metric(f"{layer}_traced_per_s", "calls/s", f"{name}s/s (traced)", live=True, source="ebpf"),
+        *(
+            Metric(
+                f"{layer}_{stat}_us",
+                "µs",
+                f"{name} {stat} latency (traced)",
+                combine="max",
+                live=True,
+                source="ebpf",
+            )
+            for stat in ("p50", "p99")
+        ),
+    )
+
+
+TRACED = tuple(m for layer in LATENCY_LAYERS for m in _layer(layer))
+
 # Computed by readers from a run.json (analysis/figures.py), never stored in it.
 DERIVED = (
     Metric(
@@ -393,6 +425,7 @@ CORE: tuple[Metric, ...] = (
     *HOST,
     *LATENCY,
     *LATENCY_INTENDED,
+    *TRACED,
     *RATE,
     *DERIVED,
 )

@@ -20,6 +20,7 @@ from openslob.report.clocktext import clock_lines
 from openslob.report.cluster import cluster_section
 from openslob.report.intervaltext import interval_section
 from openslob.report.ioshape import ioshape_lines
+from openslob.report.layers import layers_section
 from openslob.report.rate import rate_section
 from openslob.report.steadytext import steady_section
 from openslob.report.storage import storage_lines
@@ -573,6 +574,7 @@ def render_text(run: dict[str, Any], wide: bool = False) -> str:
         _load_profile(run),
         _instances(run),
         _latency(run),
+        layers_section(run),
         waterfall_section(run),
         cluster_section(run),
         interval_section(run),

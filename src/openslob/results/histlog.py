@@ -65,13 +65,15 @@ class HlogWriter:
     def lost(self) -> list[str]:
         return [f.lost for f in self._files.values() if f.lost]
 
-    def _open(self, start: float) -> None:
+    def _open(self, start: float, kinds: list[str]) -> None:
+        """A file per op type, and per traced latency layer (host/ebpf.py) when traced."""
         self._base = start
         stamp = dt.datetime.fromtimestamp(start, dt.UTC).isoformat(" ")
-        for kind in OP_KINDS:
+        for kind in kinds:
+            what = f"{kind} op" if kind in OP_KINDS else f"{kind} (traced in the kernel)"
             log = StreamFile(self.run_dir / f"{kind}{HLOG_SUFFIX}")
             log.append(
-                f"#openslob {kind} op latency per sampling interval, values in microseconds\n"
+                f"#openslob {what} latency per sampling interval, values in microseconds\n"
                 "#[Histogram log format version 1.2]\n"
                 f"#[StartTime: {start:.3f} (seconds since epoch), {stamp}]\n"
                 f"#[BaseTime: {start:.3f} (seconds since epoch)]\n"
@@ -85,7 +87,7 @@ class HlogWriter:
             return
         start, end = _window_times(row)
         if self._base is None:
-            self._open(start)
+            self._open(start, [*OP_KINDS, *(k for k in hists if k not in OP_KINDS)])
         assert self._base is not None
         for kind, log in self._files.items():
             hdr = hdr_of(hists.get(kind) or Histogram())

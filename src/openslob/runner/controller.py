@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from openslob.config.resolve import Config
+from openslob.host.ebpf import LayerSeries
 from openslob.model.loop import LOOP_RESULT
 from openslob.model.states import Phase, RunStatus
 from openslob.results.record import RunRecord
@@ -55,10 +56,12 @@ class RunController:
         observers: Observers | None = None,
         *,
         script_env: dict[str, str] | None = None,
+        layers: LayerSeries | None = None,
     ) -> None:
         self.config, self.instances = config, instances
         self.observers = observers or Observers()
         self.script_env = script_env or {}
+        self.layers = layers  # traced latency layers (host/ebpf.py), into each interval's row
         self.record = RunRecord(instances=[instance.record for instance in instances])
         self.sessions: list[Session] = []
         self.stopping = Stopping(self.record, instances, self.sessions)
@@ -81,7 +84,11 @@ class RunController:
         stopping, snapshots, observers = self.stopping, self.snapshots, self.observers
         stopping.arm()
         sampler = Sampler(
-            self.instances, self.record, observers.interval_sinks(), observers.checkpoint
+            self.instances,
+            self.record,
+            observers.interval_sinks(),
+            observers.checkpoint,
+            self.layers,
         )
         try:
             snapshots.open()

@@ -21,6 +21,7 @@ from openslob.engines import registry
 from openslob.engines.api import EnginePlugin, RunBackend, Target
 from openslob.host import counters as host_counters
 from openslob.host import devices as host_devices
+from openslob.host import ebpf
 from openslob.host import snapshot as host_snapshot
 from openslob.model.errors import ConfigError
 from openslob.model.plan import session_schemas
@@ -28,6 +29,7 @@ from openslob.model.states import RunStatus
 from openslob.results.build import InstanceInfo, build_run_json
 from openslob.results.external import add_layers
 from openslob.results.histlog import HlogWriter, PercentileCsv
+from openslob.results.layers import latency_layers
 from openslob.results.record import InstanceRecord, RunRecord
 from openslob.results.rundir import RUN_FILE, run_directory, write_atomic, write_run
 from openslob.results.stream import TIMESERIES_FILE, TimeseriesWriter, interval_table
@@ -197,6 +199,11 @@ def execute(
     observers = observers or Observers()
     notice, sinks = observers.notice, observers.sinks
     steady = SteadySink.of(config)  # first: the sinks after it see its columns
+    # before the warm-up, so the window's first interval has a print to count from
+    tracer, untraced = ebpf.start_tracing(
+        [(i.server_pid, i.devices) for i, _, _ in parts], asked=config.p.trace_layers
+    )
+    layers = ebpf.LayerSeries(tracer) if tracer is not None else None
     controller = RunController(
         config,
         [i for i, _, _ in parts],
@@ -204,6 +211,7 @@ def execute(
             observers, sinks=(*([steady] if steady else []), *files, *sinks), checkpoint=checkpoint
         ),
         script_env=script_env,
+        layers=layers,
     )
     if steady is not None:
         steady.end_window = controller.stopping.end_window_early
@@ -216,11 +224,21 @@ def execute(
         checkpoint.closed = True  # a late checkpoint must not replace the final run.json
         for file in files:
             file.close()
+        skipped = tracer.skipped() if tracer is not None else None
+        if tracer is not None:
+            untraced = tracer.died()
+            layers = None if untraced else layers
+            controller.record.notes.append(tracer.note())
+            tracer.stop()
     for info, prep in zip(infos, prepared.instances, strict=True):
         info.profile = _profile(prep.target)
     run = build_run_json(record=record, config=config, instances=infos, label=label)
     run["intervals"] = interval_table(run_dir / TIMESERIES_FILE)
     run["steady_state"] = steady.block() if steady is not None else None
+    run["latency_layers"], disagree = latency_layers(
+        run, layers.window if layers is not None else None, untraced, skipped
+    )
+    run["warnings"].extend(disagree)
     run["client"] = client = client_writes(
         sum(f.bytes_written for f in files) + checkpoint.bytes_written, run
     )

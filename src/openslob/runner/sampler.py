@@ -16,6 +16,7 @@ from typing import Any
 
 from openslob.engines.api import Monitor, RunBackend
 from openslob.host import snapshot as host_snapshot
+from openslob.host.ebpf import LayerSeries, interval_figures
 from openslob.model.histogram import Histogram
 from openslob.model.perinstance import instance_keys
 from openslob.model.states import Phase, RunStatus
@@ -52,9 +53,11 @@ class Sampler(threading.Thread):
         record: RunRecord,
         sinks: list[Sink] | None = None,
         checkpoint: Callable[[RunRecord], None] | None = None,
+        layers: LayerSeries | None = None,
     ) -> None:
         super().__init__(name="slob-sampler", daemon=True)
         self.instances, self.record = instances, record
+        self.layers = layers  # the kernel's latency layers, when traced (host/ebpf.py)
         self.sinks = list(sinks or [])
         self.checkpoint = checkpoint
         self.checkpoint_every_s = float(getattr(checkpoint, "every_s", CHECKPOINT_EVERY_S))
@@ -158,6 +161,8 @@ class Sampler(threading.Thread):
                 self._tick, self._at_boundary = 1, {}
                 self._db_prev = db if db is not None else self._dbs()
                 self._host_prev = hosts if hosts is not None else self._hosts()
+                if self.layers is not None:
+                    self.layers.mark()
             elif kind == "close":
                 self._row(*message[1:])
 
@@ -170,6 +175,8 @@ class Sampler(threading.Thread):
 
     def _boundary(self) -> None:
         self._at_boundary[self._tick] = self._hosts()
+        if self.layers is not None:  # the kernel's counts at the same moment as the host's
+            self.layers.boundary(self._tick)
         self._tick += 1
 
     def _row(
@@ -193,6 +200,10 @@ class Sampler(threading.Thread):
             end=end,
         )
         row.update(self._horizons())
+        if self.layers is not None:
+            delta = self.layers.interval(interval.index, interval.phase == Phase.WINDOW, end)
+            row.update(interval_figures(delta, float(row["seconds"])))
+            hists = {**hists, **delta.hists}
         self._db_prev, self._host_prev = db_cur, host_cur
         for sink in self.sinks:
             sink(row, hists)

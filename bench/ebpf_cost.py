@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""ebpf_cost: what tracing the latency layers (host/ebpf.py) costs: SLOBops/s and server CPU.
+
+Runs on a private PostgreSQL (pio profile: direct I/O, a cache far smaller than the data
+set), as root with bpftrace. For each session count: tracing off (--trace-layers off) and on,
+alternated (off on off on ...) `--repeats` times so that drift does not look like a cost.
+Prints the median (min, max) of SLOBops/s, the server processes' CPU (% of one CPU), DB CPU
+per SLOBop and host CPU busy, and the on/off ratio of the medians (goal: within 2 %).
+Numbers for people to read; the machine may be shared (say so when you quote them).
+
+    python bench/ebpf_cost.py --sessions 4,32 --seconds 10 --repeats 3
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from _common import Bench, ints, parse_args, print_ab
+
+from openslob.runner.execute import run_benchmark
+
+COLUMNS = (
+    ("SLOBops/s", lambda r: r["metrics"]["slobops_per_s"], 1),
+    ("server CPU %", lambda r: r["metrics"].get("server_cpu_pct"), 1),
+    ("DB CPU us/op", lambda r: _per_op(r, "db_cpu_s"), 1),
+    ("host CPU busy %", lambda r: r["metrics"].get("cpu_busy_pct"), 1),
+    ("traced reads/s", lambda r: r["latency_layers"]["db_read_call"]["per_s"], 0),
+)  # fmt: skip
+
+
+def _per_op(run: dict[str, Any], key: str) -> float | None:
+    value, ops = run["metrics"].get(key), run["metrics"].get("slobops_per_s")
+    seconds = run["window"]["seconds"]
+    return value / (ops * seconds) * 1e6 if value is not None and ops and seconds else None
+
+
+def main() -> None:
+    args = parse_args(
+        __doc__,
+        {"sessions": "4,32", "seconds": 10.0, "repeats": 3, "update_pct": 20},
+        {"sessions": "4", "seconds": 2.0, "repeats": 1},
+    )
+    bench = Bench(args.data_dir, "pio")
+    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 128, "WARMUP": 1}
+    data["UPDATE_PCT"] = args.update_pct
+    results = Path(tempfile.mkdtemp(prefix="ebpf-cost-"))
+    print(
+        f"ebpf_cost: pio, UPDATE_PCT {args.update_pct}, {args.seconds:g} s per run, "
+        f"{args.repeats} repeats (off/on alternated); median (min, max) of each"
+    )
+    try:
+        bench.ensure_data(bench.config(**data, SESSIONS=max(ints(args.sessions))), 64)
+        for sessions in ints(args.sessions):
+            runs: dict[str, list[dict[str, Any]]] = {"off": [], "on": []}
+            for _ in range(args.repeats):
+                for mode in ("off", "on"):
+                    config = bench.config(
+                        **data,
+                        SESSIONS=sessions,
+                        RUN_TIME=args.seconds,
+                        TRACE_LAYERS=mode == "on",
+                    )
+                    _, run = run_benchmark(
+                        config, target=None, data_dir=bench.server.data_dir, results_parent=results
+                    )
+                    traced = run["latency_layers"]["db_read_call"]["reason"] is None
+                    assert traced == (mode == "on"), run["latency_layers"]["db_read_call"]
+                    runs[mode].append(run)
+            _print(sessions, runs)
+    finally:
+        bench.close()
+    print("ratio = median on / median off; goal: SLOBops/s and server CPU within 2 %")
+
+
+def _print(sessions: int, runs: dict[str, list[dict[str, Any]]]) -> None:
+    print(f"\n{sessions} sessions")
+    print_ab(runs, COLUMNS, ratio_digits=3)
+
+
+if __name__ == "__main__":
+    main()

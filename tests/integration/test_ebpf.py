@@ -1,0 +1,188 @@
+"""Latency layers traced in the kernel (host/ebpf.py) on the real private PostgreSQL: every
+layer has counts and p50/p99 per interval and for the window, the intervals' histograms add
+up to the window's, the counts reconcile with pg_stat_io and /proc/diskstats within the
+stated bound, the bucket formula run by bpftrace is model/histogram.py's, and without
+bpftrace on PATH the layers are null with the reason and the run is otherwise the same; and
+one short MariaDB run (its read calls against performance_schema)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hdrh.log import HistogramLogReader
+
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.host import ebpf
+from openslob.model.histogram import bucket_index
+from openslob.results.layers import RECONCILE_BOUND_PCT, RECONCILE_MIN_PER_S
+from openslob.results.schema import validate_run
+from tests.conftest import invoke, private_mariadb
+from tests.integration.test_run import dataset  # noqa: F401  (the same data set: loaded once)
+from tests.integration.test_run import run as slob_run
+
+TRACED = ebpf.TRACED_LAYERS
+
+
+def traced_run(server: EmbeddedServer, tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    return slob_run(
+        server,
+        tmp_path,
+        RUN_TIME=4,
+        WARMUP=1,
+        UPDATE_PCT=30,
+        THREADS_PER_SCHEMA=2,
+        TRACE_LAYERS=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def traced(dataset: EmbeddedServer, tmp_path_factory: pytest.TempPathFactory):  # noqa: F811
+    return traced_run(dataset, tmp_path_factory.mktemp("ebpf"))
+
+
+def window_rows(run_dir: Path) -> list[dict[str, str]]:
+    with (run_dir / "timeseries.csv").open() as fh:
+        return [row for row in csv.DictReader(fh) if row["phase"] == "window"]
+
+
+def test_every_layer_has_counts_and_percentiles_per_interval_and_window(traced) -> None:
+    run_dir, run = traced
+    validate_run(run)
+    layers = run["latency_layers"]
+    assert set(layers) == {"op", *TRACED}
+    for name in ("op", *TRACED):
+        layer = layers[name]
+        assert layer["reason"] is None, (name, layer)
+        window = layer["window"]
+        assert window["count"] > 0, name
+        assert 0 < window["p50_us"] <= window["p99_us"] <= window["max_us"], (name, window)
+        assert layer["per_s"] == pytest.approx(window["count"] / run["window"]["seconds"], abs=0.1)
+    rows = window_rows(run_dir)
+    assert len(rows) == 4
+    for layer in ("db_read_call", "device_read", "device_write"):  # ~thousands a second
+        for row in rows:
+            assert float(row[f"{layer}_traced_per_s"]) > 0, (layer, row)
+            assert 0 < float(row[f"{layer}_p50_us"]) <= float(row[f"{layer}_p99_us"])
+    report = (run_dir / "report.txt").read_text()
+    assert "Latency by layer (window)" in report
+    assert f"{layers['device_read']['window']['count']:,}" in report
+
+
+def test_interval_histograms_add_up_to_the_window(traced) -> None:
+    run_dir, run = traced
+    for layer in TRACED:
+        reader = HistogramLogReader(str(run_dir / f"{layer}.hlog"), None)
+        total, intervals = 0, 0
+        while (hist := reader.get_next_interval_histogram()) is not None:
+            total += hist.get_total_count()
+            intervals += 1
+        assert intervals == len(window_rows(run_dir)), layer
+        assert total == run["latency_layers"][layer]["window"]["count"], layer
+    # and the time series' rates are those intervals' counts
+    rows = window_rows(run_dir)
+    reads = sum(float(r["db_read_call_traced_per_s"]) * float(r["seconds"]) for r in rows)
+    assert reads == pytest.approx(run["latency_layers"]["db_read_call"]["window"]["count"], abs=4)
+
+
+def test_counts_reconcile_within_the_stated_bound(traced) -> None:
+    _, run = traced
+    layers = run["latency_layers"]
+    for layer in ("db_read_call", "device_read", "device_write"):
+        check = layers[layer]["reconciliation"]
+        assert check["bound_pct"] == RECONCILE_BOUND_PCT[layer]
+        if check["counted_per_s"] >= RECONCILE_MIN_PER_S:
+            assert abs(check["difference_pct"]) <= RECONCILE_BOUND_PCT[layer], (layer, check)
+    assert isinstance(layers["device_read"]["reconciliation"]["skipped_probe_runs"], int)
+    assert not [w for w in run["warnings"] if "differ by" in w]
+
+
+def test_the_kernel_buckets_are_the_op_histograms(tmp_path: Path) -> None:
+    """bpftrace runs the generated bucket code on values across the whole range; each
+    index must be model/histogram.bucket_index of its value."""
+    rng = random.Random(26)
+    values = list(range(0, 300)) + [rng.randrange(1 << rng.randrange(7, 40)) for _ in range(700)]
+    values += [127, 128, 129, 255, 256, 8191, 8192, 2**37 - 1, 2**37, 2**40]
+    probe = "\n".join(
+        f'  $us = (uint64){v};\n{ebpf.bucket_code()}\n  printf("%lld %lld\\n", $us, $idx);'
+        for v in values[:150]
+    )
+    got: dict[int, int] = {}
+    for chunk in range(0, len(values), 150):
+        body = "\n".join(
+            f'  $us = (uint64){v};\n{ebpf.bucket_code()}\n  printf("%lld %lld\\n", $us, $idx);'
+            for v in values[chunk : chunk + 150]
+        )
+        script = tmp_path / "buckets.bt"
+        script.write_text(f"BEGIN {{\n{body}\n  exit();\n}}\n")
+        out = subprocess.run(
+            ["bpftrace", str(script)], capture_output=True, text=True, timeout=120, check=True
+        ).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0].isdigit():
+                got[int(parts[0])] = int(parts[1])
+    assert probe and set(got) == set(values)
+    assert {v: got[v] for v in values} == {v: bucket_index(v) for v in values}
+
+
+def test_without_bpftrace_the_layers_are_null_with_the_reason(
+    dataset: EmbeddedServer,  # noqa: F811
+    traced,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a PATH holding every program of the real one but bpftrace
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        if not Path(directory).is_dir():
+            continue
+        for program in Path(directory).iterdir():
+            link = bin_dir / program.name
+            if program.name != "bpftrace" and not link.exists():
+                link.symlink_to(program)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    run_dir, run = traced_run(dataset, tmp_path)
+    validate_run(run)
+    layers = run["latency_layers"]
+    assert layers["op"]["window"]["count"] > 0 and layers["op"]["reason"] is None
+    for layer in TRACED:
+        assert "bpftrace is not installed" in layers[layer]["reason"]
+        assert layers[layer]["per_s"] is None and "reconciliation" not in layers[layer]
+        assert set(layers[layer]["window"].values()) == {None}
+        assert not (run_dir / f"{layer}.hlog").exists()
+        assert all(row[f"{layer}_p99_us"] == "" for row in window_rows(run_dir))
+    # everything else is the same: the same blocks, metrics and time-series columns
+    traced_dir, traced_json = traced
+    assert set(run) == set(traced_json)
+    assert set(run["metrics"]) == set(traced_json["metrics"])
+    with (run_dir / "timeseries.csv").open() as a, (traced_dir / "timeseries.csv").open() as b:
+        assert a.readline() == b.readline()
+    assert run["status"] == "complete" and run["metrics"]["slobops_per_s"] > 0
+
+
+def test_mariadb_read_calls_reconcile_with_performance_schema(tmp_path: Path) -> None:
+    """The same layers on a private mariadbd (one process: its threads are traced)."""
+    for server in private_mariadb("openslob-ebpf-mariadb-"):
+        data = ["--schemas", "2", "--scale", "4096", "--scan-table-sz", "40", "--seed", "7"]
+        common = ["--target", "embedded-mariadb", "--data-dir", str(server.base_dir), *data]
+        setup = invoke("setup", *common, cwd=tmp_path)
+        assert setup.exit_code == 0, setup.output
+        flags = ["--run-time", "3", "--warmup", "1", "--update-pct", "20", "--trace-layers", "on"]
+        run = invoke("run", *common, *flags, cwd=tmp_path)
+        assert run.exit_code == 0, run.output
+        (run_json,) = (tmp_path / "slob-results").glob("*/run.json")
+        result = json.loads(run_json.read_text())
+        layers = result["latency_layers"]
+        for layer in TRACED:
+            assert layers[layer]["reason"] is None and layers[layer]["window"]["count"] > 0, layer
+        check = layers["db_read_call"]["reconciliation"]
+        assert "performance_schema" in check["counted_by"]
+        assert abs(check["difference_pct"]) <= RECONCILE_BOUND_PCT["db_read_call"], check
