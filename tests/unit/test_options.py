@@ -71,6 +71,7 @@ def test_table_has_every_required_parameter() -> None:
     own = {"SCHEMAS", "SESSIONS", "SEED", "WARMUP", "SAMPLE_INTERVAL", "PAGE_SIZE", "REPEAT"}
     own |= {"RATE", "RATE_DIST", "COMPRESS_RATIO"}
     own |= {"INSTANCES", "SESSIONS_PER_INSTANCE", "PREFETCH"}
+    own |= {"CLIFF", "CLIFF_WINDOW"}
     assert {o.name for o in OPTIONS if o.slob} == slob
     assert {o.name for o in OPTIONS if not o.slob} == own
 

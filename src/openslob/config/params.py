@@ -76,6 +76,8 @@ class Params:
     warmup: float  # seconds
     repeat: int
     sample_interval: float  # seconds
+    cliff: str  # the live cliff rule (model/cliff.py), "off" for none
+    cliff_window: int  # intervals in the cliff rule's trailing baseline
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Params:

@@ -29,6 +29,7 @@ from openslob.config.option import (
 from openslob.config.options import OPTIONS, OPTIONS_BY_NAME
 from openslob.config.params import Params, typed_value
 from openslob.config.slobconf import read_slob_conf
+from openslob.model.cliff import parse_rule
 from openslob.model.errors import ConfigError
 
 Source = Literal["default", "file", "flag", "dataset"]
@@ -293,6 +294,15 @@ def _check_external_script(c: Config) -> str | None:
     return f"EXTERNAL_SCRIPT={shown_value(script)}: {problem}"
 
 
+def _check_cliff(c: Config) -> str | None:
+    """The live cliff rule must parse before the run, not fail at its first interval."""
+    try:
+        parse_rule(c.p.cliff, c.p.cliff_window)
+    except ValueError as err:
+        return f"CLIFF={shown_value(c.p.cliff)}: {err}"
+    return None
+
+
 # Each check with the parameters it reads: a command runs only the checks whose parameters it
 # uses, so `setup` is not refused over, say, think times it never applies.
 _CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
@@ -303,6 +313,7 @@ _CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
     (("DO_HOTSPOT", "HOTSPOT_MB", "HOTSPOT_OFFSET_MB", "SCALE"), _check_hotspot),
     (("SESSIONS", "SCHEMAS", "THREADS_PER_SCHEMA"), _check_sessions),
     (("EXTERNAL_SCRIPT",), _check_external_script),
+    (("CLIFF", "CLIFF_WINDOW"), _check_cliff),
 )
 
 

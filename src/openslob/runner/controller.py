@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from openslob.config.resolve import Config
+from openslob.model.cliff import CliffWatch, parse_rule
 from openslob.model.loop import LOOP_RESULT
 from openslob.model.states import Phase, RunStatus
 from openslob.results.record import RunRecord
@@ -43,6 +44,12 @@ from openslob.runner.snapshots import Snapshots
 from openslob.runner.stopping import STOP_SIGNALS, Stopping
 
 Session = Any  # an engine's work session (RunBackend.open_session)
+
+
+def cliff_watch(config: Config) -> CliffWatch | None:
+    """The run's live cliff judge (model/cliff.py); None when CLIFF is off."""
+    rule = parse_rule(config.p.cliff, config.p.cliff_window)
+    return CliffWatch(rule) if rule.checks else None
 
 
 class RunController:
@@ -81,7 +88,12 @@ class RunController:
         stopping, snapshots, observers = self.stopping, self.snapshots, self.observers
         stopping.arm()
         sampler = Sampler(
-            self.instances, self.record, observers.interval_sinks(), observers.checkpoint
+            self.instances,
+            self.record,
+            observers.interval_sinks(),
+            observers.checkpoint,
+            cliff=cliff_watch(self.config),
+            notice=observers.notice,
         )
         try:
             snapshots.open()

@@ -16,6 +16,7 @@ from typing import Any
 
 from openslob.engines.api import Monitor, RunBackend
 from openslob.host import snapshot as host_snapshot
+from openslob.model.cliff import CliffWatch
 from openslob.model.histogram import Histogram
 from openslob.model.perinstance import instance_keys
 from openslob.model.states import Phase, RunStatus
@@ -52,9 +53,12 @@ class Sampler(threading.Thread):
         record: RunRecord,
         sinks: list[Sink] | None = None,
         checkpoint: Callable[[RunRecord], None] | None = None,
+        cliff: CliffWatch | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(name="slob-sampler", daemon=True)
         self.instances, self.record = instances, record
+        self.cliff, self.notice = cliff, notice
         self.sinks = list(sinks or [])
         self.checkpoint = checkpoint
         self.checkpoint_every_s = float(getattr(checkpoint, "every_s", CHECKPOINT_EVERY_S))
@@ -193,11 +197,24 @@ class Sampler(threading.Thread):
             end=end,
         )
         row.update(self._horizons())
+        if interval.phase == Phase.WINDOW:
+            self._judge_cliff(row)
         self._db_prev, self._host_prev = db_cur, host_cur
         for sink in self.sinks:
             sink(row, hists)
         if interval.phase == Phase.WINDOW:
             self._window_progress(interval, db_cur, host_cur, end)
+
+    def _judge_cliff(self, row: dict[str, Any]) -> None:
+        """The live cliff judgement of a window row: its columns, a notice when an episode
+        opens or ends, and the episodes so far in the record (a checkpoint keeps them)."""
+        if self.cliff is None:
+            return
+        for event in self.cliff.observe(row):
+            if self.notice is not None:
+                self.notice(event.notice())
+        row.update(self.cliff.columns())
+        self.record.cliffs = self.cliff.summary()
 
     def _window_progress(
         self, interval: Interval, db_cur: Snapshots, host_cur: Hosts, end: float | None
