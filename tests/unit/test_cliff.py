@@ -73,7 +73,10 @@ def test_cause_from_the_same_rows_and_not_measured_without_them() -> None:
     assert cliff.summary().episodes[0].cause == "cause not measured"
     busy = rows([1000] * 6 + [400] * 6, cpu_user_pct=[60.0] * 6 + [97.0] * 6)
     cliff, _ = watch(busy)
-    assert "CPU saturated" in cliff.summary().episodes[0].cause
+    assert "CPU saturated (60 -> 97 % busy)" in cliff.summary().episodes[0].cause
+    always = rows([1000] * 6 + [400] * 6, cpu_user_pct=[97.0] * 12)
+    cliff, _ = watch(always)  # saturated before too: no new cause
+    assert cliff.summary().episodes[0].cause.startswith("no measured cause")
 
 
 def test_null_figures_are_not_judged() -> None:

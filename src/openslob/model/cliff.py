@@ -163,7 +163,7 @@ CAUSES: tuple[tuple[str, tuple[str, ...], float], ...] = (
     ("device read latency up", ("device_read_latency_us",), 50.0),
 )
 CPU_KEYS = ("cpu_user_pct", "cpu_sys_pct")
-CPU_SATURATED_PCT = 90.0
+CPU_SATURATED_PCT = 90.0  # user + sys: a cause when the episode is above and its baseline below
 
 
 def _n(value: float) -> str:
@@ -193,17 +193,17 @@ def explain(baseline: Sequence[Mapping[str, Any]], episode: Sequence[Mapping[str
             change = f"+{(during / before - 1) * 100:.0f} %" if before > 0 else "from 0"
             found.append(f"{label} ({_n(before)} -> {_n(during)}, {change})")
     cpu = _median([_sum(r, CPU_KEYS) for r in episode])
-    if cpu is not None:
+    cpu_before = _median([_sum(r, CPU_KEYS) for r in baseline])
+    if cpu is not None and cpu_before is not None:
         measured = True
-        if cpu >= CPU_SATURATED_PCT:
-            found.append(f"CPU saturated ({cpu:.0f} % busy)")
+        # a change explains a change: a host already saturated before is no new cause
+        if cpu >= CPU_SATURATED_PCT and cpu_before < CPU_SATURATED_PCT:
+            found.append(f"CPU saturated ({cpu_before:.0f} -> {cpu:.0f} % busy)")
     if found:
         return "cause: " + ", ".join(found)
-    return (
-        "no measured cause (device writes, checkpoints/flushing, CPU unchanged)"
-        if (measured)
-        else "cause not measured"
-    )
+    if measured:
+        return "no measured cause (device writes, checkpoints/flushing, CPU did not change)"
+    return "cause not measured"
 
 
 @dataclass

@@ -1,0 +1,149 @@
+"""A cliff seen as it happens (issue 27 items 3-4), against a real slowdown: a private
+PostgreSQL (pio profile: direct I/O, a cache smaller than the data set) whose data directory
+is on a loop-device ext4, throttled mid-run by a cgroup I/O limit (tests/integration/throttle.py).
+The run must print the cliff while it runs and keep it in run.json, timeseries.csv and the
+report, within one rule window of the throttle. No speed is asserted: the sizes asserted are
+the run's own baseline against what the kernel's limit lets through."""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openslob.engines.postgres.server import EmbeddedServer
+from openslob.results.schema import validate_run
+from tests.conftest import invoke, slob_subprocess
+from tests.integration.throttle import IoThrottle, LoopFs, loop_filesystem
+
+# 2 x 32 MiB of CF1 against ~16 MiB of pio shared_buffers: most reads reach the device.
+DATA = ["--schemas", "2", "--scale", "4096", "--scan-table-sz", "0"]
+CLIFF_WINDOW = 4  # intervals of the rule's baseline (1 s each)
+RUN = ["--sessions", "2", "--update-pct", "0", "--work-unit", "8", "--warmup", "2"]
+RUN += ["--run-time", "20", "--cliff-window", str(CLIFF_WINDOW)]
+THROTTLE_AFTER_ROWS = CLIFF_WINDOW + 4  # window rows before the throttle: a known baseline
+READ_IOPS_LIMIT = 150
+
+
+@pytest.fixture(scope="module")
+def throttled_pg() -> Iterator[tuple[LoopFs, EmbeddedServer]]:
+    """A private PostgreSQL with its data set, all on a loop-device file system: the fixture
+    other tests of a real slowdown reuse (throttle it with IoThrottle(fs).adopt(pid))."""
+    with loop_filesystem("openslob-cliff-", 600) as fs:
+        data_dir = fs.mount / "data"
+        try:
+            result = invoke(
+                "setup", "--target", "embedded", *DATA, "--data-dir", str(data_dir), cwd=fs.mount
+            )
+            assert result.exit_code == 0, result.output
+            yield fs, EmbeddedServer(data_dir)
+        finally:
+            invoke("server", "destroy", "--yes", "--data-dir", str(data_dir), cwd=fs.mount)
+
+
+def postmaster_pid(server: EmbeddedServer) -> int:
+    return int((server.pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+
+
+def window_rows(results: Path) -> list[dict[str, str]]:
+    files = list(results.glob("*/timeseries.csv"))
+    if not files:
+        return []
+    with files[0].open(newline="") as fh:
+        return [r for r in csv.DictReader(fh) if r.get("phase") == "window"]
+
+
+def throttle_when_known(
+    results: Path, throttle: IoThrottle, pid: int, done: threading.Event
+) -> dict[str, Any]:
+    """Throttle once the window has THROTTLE_AFTER_ROWS rows; when, in elapsed_s terms."""
+    at: dict[str, Any] = {}
+    deadline = time.time() + 60
+    while not done.is_set() and time.time() < deadline:
+        rows = window_rows(results)
+        if len(rows) >= THROTTLE_AFTER_ROWS:
+            last = rows[-1]
+            throttle.adopt(pid)
+            throttle.limit(READ_IOPS_LIMIT, READ_IOPS_LIMIT)
+            now = time.time()
+            ended = datetime.fromisoformat(last["time"]).timestamp()
+            at["elapsed_s"] = float(last["elapsed_s"]) + (now - ended)
+            break
+        time.sleep(0.1)
+    return at
+
+
+def test_throttled_device_cliff_is_seen_live_and_recorded(
+    throttled_pg: tuple[LoopFs, EmbeddedServer], tmp_path: Path
+) -> None:
+    fs, server = throttled_pg
+    results = tmp_path / "results"
+    args = ["run", "--target", "embedded", *DATA, *RUN, "--results-dir", str(results)]
+    with IoThrottle(fs) as throttle:
+        proc = slob_subprocess(*args, data_dir=server.data_dir)
+        done = threading.Event()
+        at: dict[str, Any] = {}
+        watcher = threading.Thread(
+            target=lambda: at.update(
+                throttle_when_known(results, throttle, postmaster_pid(server), done)
+            )
+        )
+        watcher.start()
+        try:
+            _out, err = proc.communicate(timeout=120)
+        finally:
+            done.set()
+            watcher.join()
+            if proc.poll() is None:
+                proc.kill()
+        throttled_ios = throttle.ios()
+    assert proc.returncode == 0, err
+    assert at, f"the window never had {THROTTLE_AFTER_ROWS} rows to throttle after: {err}"
+    (run_dir,) = results.iterdir()
+    run = json.loads((run_dir / "run.json").read_text())
+    validate_run(run)
+    cliffs = run["cliffs"]
+    assert cliffs["rule"] == "ops:drop>30%,iops:drop>30%,p99:rise>100%"
+    # the throttle reached the database's reads: the kernel counted them in our cgroup
+    assert throttled_ios is None or throttled_ios > 0
+
+    episodes = {e["figure"]: e for e in cliffs["episodes"]}  # each figure's last
+    print(f"throttled at {at}; episodes {json.dumps(cliffs['episodes'])}")  # the measurement
+    print("\n".join(line for line in err.splitlines() if "cliff" in line))
+    assert {"ops", "iops"} <= set(episodes), cliffs
+    window_s = CLIFF_WINDOW * run["config"]["SAMPLE_INTERVAL"]
+    for figure in ("ops", "iops"):
+        e = episodes[figure]
+        # it starts with the throttle's interval (or a dip of the shared host just before,
+        # which it continues) and is said within one rule window of it
+        step = run["config"]["SAMPLE_INTERVAL"]
+        assert at["elapsed_s"] - 2 * step <= e["start_s"] <= at["elapsed_s"] + step, (e, at)
+        assert e["detected_s"] - at["elapsed_s"] <= window_s, (e, at)
+        assert e["open"] and e["end_s"] is None  # the throttle held to the end
+    # the level before was well above what the limit lets through, and the episode's worst
+    # interval is at most about the limit (a partial interval may let a little more through)
+    iops = episodes["iops"]
+    assert iops["baseline"] > 3 * READ_IOPS_LIMIT, iops
+    assert iops["worst"] <= 1.5 * READ_IOPS_LIMIT and iops["size_pct"] < -30
+
+    # said when it happened: the notice, before the report
+    notices = [line for line in err.splitlines() if "cliff: " in line]
+    assert any("SLOBops/s" in n and "into the window" in n for n in notices), err
+    # marked in the time series
+    rows = window_rows(results)
+    marked = [r for r in rows if r["cliff"]]
+    first = min(e["detected_s"] for e in cliffs["episodes"])
+    assert marked and float(marked[0]["elapsed_s"]) == pytest.approx(first, abs=0.001)
+    assert {"ops", "iops"} <= set(rows[-1]["cliff"].split("+"))
+    assert int(rows[-1]["cliff_episodes"]) == len(cliffs["episodes"])
+    # and in the report, with what the same intervals say about the cause
+    report = (run_dir / "report.txt").read_text()
+    assert "Cliffs (live)" in report and "open" in report
+    assert "cause" in report
