@@ -58,3 +58,15 @@ def cliff_section(run: dict[str, Any]) -> list[str]:
     lines.append("Times are seconds into the window; open: still below/above at the window's end.")
     lines += [c[: WIDTH * 2] for c in causes]
     return lines
+
+
+def cliff_marks(run: dict[str, Any], rows: list[dict[str, str]]) -> list[tuple[float, float, str]]:
+    """The live episodes as shaded spans of the time-series charts (start s, end s, text) on
+    timeseries.csv's elapsed seconds; an open one runs to the last row's end."""
+    episodes = (run.get("cliffs") or {}).get("episodes") or []
+    ends = [float(r["elapsed_s"]) for r in rows if r.get("elapsed_s")]
+    marks = []
+    for e in episodes:
+        end = e["end_s"] if e["end_s"] is not None else (max(ends) if ends else e["start_s"])
+        marks.append((e["start_s"], end, f"cliff {e['figure']} {e['size_pct']:+.0f} %"))
+    return marks
