@@ -6,7 +6,10 @@ from typing import Any
 
 import pytest
 
+from openslob.config.resolve import defaults
 from openslob.model.cliff import CONFIRM, CliffWatch, parse_rule
+from openslob.model.errors import ConfigError
+from openslob.report.cliff import cliff_marks, cliff_section
 
 
 def rows(ops: list[float], **extra: list[Any]) -> list[dict[str, Any]]:
@@ -95,3 +98,29 @@ def test_bad_rules_say_what_is_allowed(text: str) -> None:
 def test_rule_text_round_trips_and_off_has_no_checks() -> None:
     assert parse_rule("OPS:drop>30, p99:rise>150%").text() == "ops:drop>30%,p99:rise>150%"
     assert parse_rule("off").checks == () and parse_rule("off").text() == "off"
+
+
+def test_a_bad_cliff_rule_is_refused_before_the_run_naming_the_parameter() -> None:
+    with pytest.raises(ConfigError, match=r"^CLIFF=ops:rise>5%: .*FIGURE:drop>N%"):
+        defaults().with_values({"CLIFF": "ops:rise>5%"}, "flag")
+    assert defaults().with_values({"CLIFF": "off"}, "flag").p.cliff == "off"
+
+
+def test_report_section_and_chart_bands_from_run_json() -> None:
+    # after an episode the calm level builds a new baseline of CLIFF_WINDOW intervals
+    cliff, _ = watch(rows([1000] * 6 + [400] * 3 + [1000] * 7 + [300] * 4))
+    run = {"cliffs": cliff.summary().to_json(), "window": {"seconds": 20.0}}
+    text = "\n".join(cliff_section(run))
+    assert "Cliffs (live)" in text and "ops:drop>30%" in text
+    assert " 6.0 " in text and "9.0" in text and "open" in text and "cause not measured" in text
+    marks = cliff_marks(run, [{"elapsed_s": "25.0"}])
+    assert marks == [(11.0, 14.0, "cliff ops -60 %"), (21.0, 25.0, "cliff ops -70 %")]
+    assert cliff_section({"cliffs": None}) == []
+
+
+def test_report_lines_fit_the_report_width() -> None:
+    series = rows([1000] * 6 + [300] * 4, device_write_mb_per_s=[1.0] * 6 + [900.0] * 4)
+    cliff, _ = watch(series, "ops:drop>30%,iops:drop>30%,p99:rise>100%")
+    run = {"cliffs": cliff.summary().to_json(), "window": {"seconds": 10.0}}
+    lines = cliff_section(run)
+    assert max(len(line) for line in lines) <= 100 and any("device write" in x for x in lines)

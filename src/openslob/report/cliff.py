@@ -4,6 +4,7 @@ the run has no cliff judgement (CLIFF=off, older runs)."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from openslob.model.cliff import FIGURES
@@ -21,10 +22,11 @@ def cliff_section(run: dict[str, Any]) -> list[str]:
         return []
     origin = cliffs.get("window_start_s")
     lines = section("Cliffs (live)")
-    lines.append(
+    lines += textwrap.wrap(
         f"Rule {cliffs['rule']}: each interval against the median of the previous "
         f"{cliffs['window_intervals']} calm intervals, {cliffs['confirm_intervals']} in a row "
-        "open or close an episode."
+        "open or close an episode.",
+        WIDTH,
     )
     episodes = cliffs.get("episodes") or []
     if not episodes or origin is None:
@@ -49,14 +51,14 @@ def cliff_section(run: dict[str, Any]) -> list[str]:
                 f"{e['detected_s'] - e['start_s']:,.1f}",
             ]
         )
-        causes.append(f"  {n}: {e['cause']}")
+        causes += textwrap.wrap(f"  {n}: {e['cause']}", WIDTH, subsequent_indent="     ")
     lines += table(
         ["#", "figure", "from s", "to s", "lasted s", "worst", "baseline -> worst", "seen after s"],
         rows,
         "rlrrrrrr",
     )
     lines.append("Times are seconds into the window; open: still below/above at the window's end.")
-    lines += [c[: WIDTH * 2] for c in causes]
+    lines += causes
     return lines
 
 
