@@ -116,6 +116,10 @@ def test_report_section_and_chart_bands_from_run_json() -> None:
     marks = cliff_marks(run, [{"elapsed_s": "25.0"}])
     assert marks == [(11.0, 14.0, "cliff ops -60 %"), (21.0, 25.0, "cliff ops -70 %")]
     assert cliff_section({"cliffs": None}) == []
+    both = rows([1000] * 6 + [300] * 4, select_p99_us=[100.0] * 6 + [900.0] * 4)
+    cliff, _ = watch(both, "ops:drop>30%,p99:rise>100%")
+    run = {"cliffs": cliff.summary().to_json()}
+    assert cliff_marks(run, []) == [(11.0, 11.0, "cliff ops -70 %, p99 +800 %")]  # one band
 
 
 def test_report_lines_fit_the_report_width() -> None:

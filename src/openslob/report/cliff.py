@@ -67,8 +67,8 @@ def cliff_marks(run: dict[str, Any], rows: list[dict[str, str]]) -> list[tuple[f
     timeseries.csv's elapsed seconds; an open one runs to the last row's end."""
     episodes = (run.get("cliffs") or {}).get("episodes") or []
     ends = [float(r["elapsed_s"]) for r in rows if r.get("elapsed_s")]
-    marks = []
+    spans: dict[tuple[float, float], list[str]] = {}  # one band per span: figures together
     for e in episodes:
         end = e["end_s"] if e["end_s"] is not None else (max(ends) if ends else e["start_s"])
-        marks.append((e["start_s"], end, f"cliff {e['figure']} {e['size_pct']:+.0f} %"))
-    return marks
+        spans.setdefault((e["start_s"], end), []).append(f"{e['figure']} {e['size_pct']:+.0f} %")
+    return [(start, end, "cliff " + ", ".join(texts)) for (start, end), texts in spans.items()]
