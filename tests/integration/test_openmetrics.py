@@ -170,7 +170,14 @@ def test_scraped_during_a_real_run_and_textfile_matches_timeseries(
     for key, cell in final.items():
         if (key in METRICS and METRICS[key].source == "latency") or key in ("time", "phase"):
             continue
-        name = {"interval": None, "seconds": "openslob_interval_seconds"}.get(key, metric_name(key))
+        if key == "cliff":  # the figures in an open cliff episode: 1 while any is
+            assert value(samples, "openslob_cliff_active", figure="", **labels) == float(bool(cell))
+            continue
+        name = {
+            "interval": None,
+            "seconds": "openslob_interval_seconds",
+            "cliff_episodes": "openslob_cliff_episodes_total",
+        }.get(key, metric_name(key))
         name = "openslob_elapsed_seconds" if key == "elapsed_s" else name
         if name is None:
             continue

@@ -268,6 +268,21 @@ OPTIONS: tuple[Option, ...] = (
         "(bench/ebpf_cost.py), more than a measurement may cost.",
         RUN_SCOPES, slob=False, metavar="on|off",
     ),
+    # --- a cliff seen as it happens (model/cliff.py) ---
+    Option(
+        "CLIFF", "str", "ops:drop>30%,iops:drop>30%,p99:rise>100%",
+        "Live cliff detection after each sampling interval of the window, against the median "
+        "of the previous CLIFF_WINDOW calm intervals: FIGURE:drop>N% (ops = SLOBops/s, iops = "
+        "database physical IOPS) or p99:rise>N% (op p99), joined by commas; off for none. A "
+        "cliff is printed when it happens, exported, and kept in timeseries.csv and run.json.",
+        RUN_SCOPES, slob=False, metavar="RULE|off", listable=False,
+    ),
+    Option(
+        "CLIFF_WINDOW", "int", 5,
+        "Sampling intervals in the trailing baseline of CLIFF (the median of the previous N "
+        "calm intervals); judging starts once N are known.",
+        RUN_SCOPES, slob=False, minimum=2, maximum=1000, metavar="N", listable=False,
+    ),
 )  # fmt: skip
 
 OPTIONS_BY_NAME: Mapping[str, Option] = MappingProxyType({o.name: o for o in OPTIONS})

@@ -83,6 +83,8 @@ class Params:
     stop_on_steady: bool
     external_series: str  # a file path; "" for none
     trace_layers: bool  # bpftrace latency layers (host/ebpf.py); costs, so opt-in
+    cliff: str  # the live cliff rule (model/cliff.py), "off" for none
+    cliff_window: int  # intervals in the cliff rule's trailing baseline
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> Params:

@@ -30,6 +30,7 @@ from openslob.config.options import OPTIONS, OPTIONS_BY_NAME
 from openslob.config.params import Params, typed_value
 from openslob.config.slobconf import read_slob_conf
 from openslob.model import steady
+from openslob.model.cliff import parse_rule
 from openslob.model.errors import ConfigError
 from openslob.results.external import read_series
 
@@ -315,6 +316,15 @@ def _check_external_series(c: Config) -> str | None:
     return None
 
 
+def _check_cliff(c: Config) -> str | None:
+    """The live cliff rule must parse before the run, not fail at its first interval."""
+    try:
+        parse_rule(c.p.cliff, c.p.cliff_window)
+    except ValueError as err:
+        return f"CLIFF={shown_value(c.p.cliff)}: {err}"
+    return None
+
+
 # Each check with the parameters it reads: a command runs only the checks whose parameters it
 # uses, so `setup` is not refused over, say, think times it never applies.
 _CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
@@ -327,6 +337,7 @@ _CHECKS: tuple[tuple[tuple[str, ...], Callable[[Config], str | None]], ...] = (
     (("EXTERNAL_SCRIPT",), _check_external_script),
     (("STEADY_STATE", "STOP_ON_STEADY"), _check_steady_state),
     (("EXTERNAL_SERIES",), _check_external_series),
+    (("CLIFF", "CLIFF_WINDOW"), _check_cliff),
 )
 
 

@@ -37,6 +37,7 @@ from openslob.report import (
     webtable,
     webwaterfall,
 )
+from openslob.report.cliff import cliff_marks
 from openslob.report.comparison import csv_rows
 from openslob.report.comparison import render_text as comparison_text
 from openslob.report.text import render_text
@@ -146,6 +147,7 @@ def _run_detail(ref: RunRef, key: str) -> str:
     if rows:
         found = detect_degradation(rows)
         marks = [(e.start_s, e.end_s, e.kind) for e in found.episodes]
+        marks += cliff_marks(ref.run, rows)  # the episodes the run saw live
         parts.append(_pre(render_degradation(found)))
         parts.append(_charts(webcharts.timeseries(rows, ref.run, f"ts-{key}", marks)))
     parts.append(_charts(webcharts.latency(ref.run)))

@@ -16,6 +16,7 @@ from openslob.analysis.figures import value as figure_value
 from openslob.model.loop import LOOP_RESULT
 from openslob.model.metrics import DEFAULT_TERMS, label
 from openslob.report.blocks import NA, WIDTH, fmt, fmt_us, latency_table, per_op, section, table
+from openslob.report.cliff import cliff_section
 from openslob.report.clocktext import clock_lines
 from openslob.report.cluster import cluster_section
 from openslob.report.intervaltext import interval_section
@@ -578,6 +579,7 @@ def render_text(run: dict[str, Any], wide: bool = False) -> str:
         waterfall_section(run),
         cluster_section(run),
         interval_section(run),
+        cliff_section(run),
         rate_section(run),
         steady_section(run),
         _work(run),

@@ -506,6 +506,8 @@ def build_run_json(
         "tables": single["tables"] if single else None,
         "horizon": single["horizon"] if single else None,
         "history_length": single["history_length"] if single else None,
+        # the live cliff judgement (model/cliff.py): rule and episodes; null when CLIFF=off
+        "cliffs": record.cliffs.to_json() if record.cliffs is not None else None,
         "warnings": warnings,
         "notes": notes,
         "instances": entries,

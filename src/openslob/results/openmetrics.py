@@ -28,6 +28,10 @@ Contract (README "Live metrics" lists every name):
   (its printable target, no password). Families of their own, so that a sum over the labels
   of a total's family stays the total. Prometheus renames a scraped `instance` label to
   `exported_instance` unless the scrape job sets `honor_labels: true`.
+- The live cliff judgement (model/cliff.py, the rows' CLIFF_COLUMNS) in the window when
+  CLIFF is on: `openslob_cliff_active` (label `figure=""`: 1 while any episode is open, else
+  0; and a sample of 1 per figure in an open episode, `figure`: ops | iops | p99) and
+  `openslob_cliff_episodes_total` (episodes opened in the window so far).
 - `openslob_run_info` (openslob version, engine, engine version, run) once the run has begun.
 - HTTP: prometheus_client's own server on a registry of ours (not the global one), bound
   when the exporter starts (before the data set is touched), shut down when it is closed.
@@ -61,6 +65,7 @@ from prometheus_client.utils import floatToGoString
 
 from openslob import __version__
 from openslob.model import steady
+from openslob.model.cliff import COLUMNS as CLIFF_COLUMNS
 from openslob.model.errors import ConfigError
 from openslob.model.histogram import Histogram, bucket_bounds
 from openslob.model.metrics import LATENCY_STATS, METRICS, OP_KINDS
@@ -73,6 +78,8 @@ _UNIT_WORDS = {"us": "microseconds", "mb": "mebibytes", "kb": "kibibytes", "pct"
 # The families not named after a table key: exported name after PREFIX -> help.
 FIXED = {
     "run_info": "The run: openslob version, engine and its version, run directory",
+    "cliff_active": '1 while a cliff episode is open (label figure; figure="": any)',
+    "cliff_episodes_total": "Cliff episodes opened in the window so far",
     "interval_seconds": "Length of the latest sampling interval (s)",
     "elapsed_seconds": "Seconds from the run's start to the latest interval's end",
     "ops_total": "SLOBops per op type, over the phase so far",
@@ -124,6 +131,7 @@ def gauge_keys(keys: Any) -> list[str]:
         k
         for k in keys
         if k not in _HEAD
+        and k not in CLIFF_COLUMNS
         and split_instance_column(k) is None
         and (k not in METRICS or METRICS[k].source != "latency")
     ]
@@ -302,6 +310,7 @@ class OpenMetricsExporter(Collector):
                 gauge.add_metric(values, float(value))
                 families.append(gauge)
         families += self._instance_families(row, names, values)
+        families += self._cliff_families(row, names, values)
         return families + self._op_families(row, [*names, "op"], values)
 
     def _instance_families(
@@ -323,6 +332,25 @@ class OpenMetricsExporter(Collector):
             target = self._targets[number - 1] if number <= len(self._targets) else ""
             by_key[key].add_metric([*values, str(number), target], float(value))
         return list(by_key.values())
+
+    @staticmethod
+    def _cliff_families(row: dict[str, Any], names: list[str], values: list[str]) -> list[Metric]:
+        """The live cliff judgement: absent where not judged (the warm-up, CLIFF=off)."""
+        count = row.get(CLIFF_COLUMNS[1])
+        if count is None:
+            return []
+        active = GaugeMetricFamily(
+            PREFIX + "cliff_active", FIXED["cliff_active"], labels=[*names, "figure"]
+        )
+        figures = [f for f in str(row.get(CLIFF_COLUMNS[0]) or "").split("+") if f]
+        active.add_metric([*values, ""], 1.0 if figures else 0.0)
+        for figure in figures:
+            active.add_metric([*values, figure], 1.0)
+        episodes = CounterMetricFamily(
+            PREFIX + "cliff_episodes", FIXED["cliff_episodes_total"], labels=names
+        )
+        episodes.add_metric(values, float(count))
+        return [active, episodes]
 
     def _help(self, key: str) -> str:
         metric = METRICS.get(key)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openslob.host.snapshot import HostSnapshot
+from openslob.model.cliff import CliffSummary
 from openslob.model.clockoffset import ClockReading
 from openslob.model.horizon import HorizonWatch
 from openslob.model.loop import LOOP_RESULT
@@ -79,6 +80,8 @@ class RunRecord:
     # RATE runs: the warm-up's mean service time, and what it said before the window
     warmup_service_us: float | None = None
     early_warnings: list[str] = field(default_factory=list)
+    # the live cliff judgement's episodes (model/cliff.py); None when CLIFF is off
+    cliffs: CliffSummary | None = None
 
     def sessions_of(self, instance: int) -> list[SessionOutcome]:
         return [o for o in self.sessions if o.instance == instance]

@@ -30,6 +30,7 @@ from typing import Any
 
 from openslob.config.resolve import Config
 from openslob.host.ebpf import LayerSeries
+from openslob.model.cliff import CliffWatch, parse_rule
 from openslob.model.loop import LOOP_RESULT
 from openslob.model.states import Phase, RunStatus
 from openslob.results.record import RunRecord
@@ -44,6 +45,12 @@ from openslob.runner.snapshots import Snapshots
 from openslob.runner.stopping import STOP_SIGNALS, Stopping
 
 Session = Any  # an engine's work session (RunBackend.open_session)
+
+
+def cliff_watch(config: Config) -> CliffWatch | None:
+    """The run's live cliff judge (model/cliff.py); None when CLIFF is off."""
+    rule = parse_rule(config.p.cliff, config.p.cliff_window)
+    return CliffWatch(rule) if rule.checks else None
 
 
 class RunController:
@@ -89,6 +96,8 @@ class RunController:
             observers.interval_sinks(),
             observers.checkpoint,
             self.layers,
+            cliff=cliff_watch(self.config),
+            notice=observers.notice,
         )
         try:
             snapshots.open()

@@ -17,6 +17,7 @@ from typing import Any
 from openslob.engines.api import Monitor, RunBackend
 from openslob.host import snapshot as host_snapshot
 from openslob.host.ebpf import LayerSeries, interval_figures
+from openslob.model.cliff import CliffWatch
 from openslob.model.histogram import Histogram
 from openslob.model.perinstance import instance_keys
 from openslob.model.states import Phase, RunStatus
@@ -54,10 +55,13 @@ class Sampler(threading.Thread):
         sinks: list[Sink] | None = None,
         checkpoint: Callable[[RunRecord], None] | None = None,
         layers: LayerSeries | None = None,
+        cliff: CliffWatch | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(name="slob-sampler", daemon=True)
         self.instances, self.record = instances, record
         self.layers = layers  # the kernel's latency layers, when traced (host/ebpf.py)
+        self.cliff, self.notice = cliff, notice
         self.sinks = list(sinks or [])
         self.checkpoint = checkpoint
         self.checkpoint_every_s = float(getattr(checkpoint, "every_s", CHECKPOINT_EVERY_S))
@@ -204,11 +208,24 @@ class Sampler(threading.Thread):
             delta = self.layers.interval(interval.index, interval.phase == Phase.WINDOW, end)
             row.update(interval_figures(delta, float(row["seconds"])))
             hists = {**hists, **delta.hists}
+        if interval.phase == Phase.WINDOW:
+            self._judge_cliff(row)
         self._db_prev, self._host_prev = db_cur, host_cur
         for sink in self.sinks:
             sink(row, hists)
         if interval.phase == Phase.WINDOW:
             self._window_progress(interval, db_cur, host_cur, end)
+
+    def _judge_cliff(self, row: dict[str, Any]) -> None:
+        """The live cliff judgement of a window row: its columns, a notice when an episode
+        opens or ends, and the episodes so far in the record (a checkpoint keeps them)."""
+        if self.cliff is None:
+            return
+        for event in self.cliff.observe(row):
+            if self.notice is not None:
+                self.notice(event.notice())
+        row.update(self.cliff.columns())
+        self.record.cliffs = self.cliff.summary()
 
     def _window_progress(
         self, interval: Interval, db_cur: Snapshots, host_cur: Hosts, end: float | None

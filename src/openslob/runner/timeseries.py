@@ -23,6 +23,7 @@ from typing import Any
 from openslob.engines.api import WindowStats
 from openslob.host import snapshot as host_snapshot
 from openslob.model import combine
+from openslob.model.cliff import COLUMNS as CLIFF_COLUMNS
 from openslob.model.clock import iso
 from openslob.model.histogram import Histogram
 from openslob.model.loop import LOOP_RESULT
@@ -33,6 +34,10 @@ from openslob.runner.intervals import Interval
 
 # Columns every row starts with: when (end of the interval), which, how long.
 HEAD = ("time", "elapsed_s", "phase", "interval", "seconds")
+# Columns every row ends with: the live cliff judgement of the window's rows (model/cliff.py:
+# the figures in an open episode, the episodes so far), set by the sampler once the row is
+# built; null in the warm-up and when CLIFF is off.
+TAIL = CLIFF_COLUMNS
 
 
 def figure_keys(engine_metrics: Sequence[str]) -> list[str]:
@@ -185,4 +190,4 @@ def build_row(
     row.update(latency)
     if len(views) > 1:
         row.update(instance_figures(interval, parts, seconds))
-    return combine.round_figures({k: row.get(k) for k in (*HEAD, *keys)}), hists
+    return combine.round_figures({k: row.get(k) for k in (*HEAD, *keys, *TAIL)}), hists
