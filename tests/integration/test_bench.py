@@ -26,6 +26,7 @@ EXPECTED = {
     "interval_overhead.py": "interval_overhead:",
     "client_memory.py": "client_memory:",
     "prefetch.py": "reads/s",
+    "ebpf_cost.py": "ratio = median on / median off",
 }
 
 

@@ -36,6 +36,9 @@ def test_external_series_in_the_waterfall_and_the_warning(
     browser: webdriver.Chrome,  # noqa: F811 (the fixture imported above)
 ) -> None:
     env = {"SLOB_DATA_DIR": str(server.data_dir)}
+    # the session's server is shared: another module may have left another data set there
+    setup = invoke("setup", *DATA, cwd=tmp_path, env=env)
+    assert setup.exit_code == 0, setup.output
     bad = tmp_path / "bad.csv"
     bad.write_text("time,name,value\n1800000000,array_read_latency,3\n")
     refused = invoke("run", *DATA, *SHORT, "--external-series", str(bad), cwd=tmp_path, env=env)

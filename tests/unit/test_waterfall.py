@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from openslob.analysis.waterfall import Layer, order_warnings, waterfall
+from openslob.report.layers import layers_section
 from openslob.report.waterfall import waterfall_section
 from openslob.report.webwaterfall import specs, table_html
 from openslob.results.external import (
@@ -208,10 +209,16 @@ def test_traced_layer_null_shows_its_reason() -> None:
     call = {"measured_at": "pread64", "window": nulls, "per_s": None, "reason": reason}
     traced = {"db_read_call": call}
     run = run_json(select_p99=900.0, layers=traced)
-    text = "\n".join(waterfall_section(run))
-    assert f"n/a ({reason})" in text
+    # nothing measured beyond the op: no waterfall; the "Latency by layer" block says why
+    assert waterfall_section(run) == []
+    assert f"db_read_call: {reason}" in "\n".join(layers_section(run))
     assert order_warnings(waterfall(run)) == []
     assert waterfall_section(run_json(select_p99=900.0)) == []  # nothing beyond the op
+    # one traced layer measured: the waterfall shows the null one as n/a with its reason
+    measured = {"count": 5, "p50_us": 100.0, "p90_us": 150.0, "p99_us": 200.0, "p999_us": 250.0}
+    device = {"measured_at": "block layer", "window": {**measured, "max_us": 260.0}}
+    run["latency_layers"]["device_read"] = {**device, "per_s": 5.0, "reason": None}
+    assert f"n/a ({reason})" in "\n".join(waterfall_section(run))
 
 
 def test_traced_layers_render_per_interval_and_warn_through_add_layers() -> None:

@@ -26,13 +26,29 @@ def _cell(layer: Layer, stat: str) -> str:
     return fmt_us(layer.window_us.get(stat)) if stat in layer.window_us else ""
 
 
+def _fitted(first: str, keys: list[str], headers: list[str], cells: list[list[str]]) -> list[str]:
+    """table() of the key column and the value columns, split into as many tables as the
+    report's WIDTH needs (each repeating the key column)."""
+    lines: list[str] = []
+    chunk: list[int] = []
+
+    def render(columns: list[int]) -> list[str]:
+        rows = [[key, *(cells[c][r] for c in columns)] for r, key in enumerate(keys)]
+        return table([first, *(headers[c] for c in columns)], rows)
+
+    for column in range(len(headers)):
+        wider = render([*chunk, column])
+        if chunk and max(len(line) for line in wider) > WIDTH:
+            lines += [*render(chunk), ""]
+            chunk = []
+        chunk.append(column)
+    return lines + render(chunk) if chunk else lines
+
+
 def _window_table(layers: list[Layer]) -> list[str]:
-    rows = [
-        [stat, *(_cell(x, stat) for x in layers)]
-        for stat in ROWS
-        if any(stat in x.window_us for x in layers)
-    ]
-    return table(["window", *(x.name for x in layers)], rows)
+    stats = [stat for stat in ROWS if any(stat in x.window_us for x in layers)]
+    cells = [[_cell(x, stat) for stat in stats] for x in layers]
+    return _fitted("window", stats, [x.name for x in layers], cells)
 
 
 def _legend(layers: list[Layer]) -> list[str]:
@@ -49,22 +65,23 @@ def _legend(layers: list[Layer]) -> list[str]:
 
 def _interval_table(layers: list[Layer]) -> list[str]:
     """p50 and p99 of each layer per interval (the percentiles every layer has per
-    interval), an imported mean series beside them."""
+    interval), an imported mean series beside them; a layer with no figure in any interval
+    (not measured: the window table says why) is left out."""
     columns = [
         (x, stat)
         for x in layers
         for stat in ("p50", "p99", "mean")
-        if (x.intervals_us.get(stat) or {})
+        if any(v is not None for v in (x.intervals_us.get(stat) or {}).values())
     ]
     numbers = sorted({n for x, stat in columns for n in x.intervals_us[stat]})
     if not columns or not numbers:
         return []
-    rows = [
-        [f"#{n}", *(fmt_us(x.intervals_us[stat].get(n)) for x, stat in columns)]
-        for n in numbers[:MAX_INTERVALS_SHOWN]
-    ]
+    shown = numbers[:MAX_INTERVALS_SHOWN]
+    cells = [[fmt_us(x.intervals_us[stat].get(n)) for n in shown] for x, stat in columns]
     lines = ["", "Per interval:"]
-    lines += table(["interval", *(f"{x.name} {stat}" for x, stat in columns)], rows)
+    lines += _fitted(
+        "interval", [f"#{n}" for n in shown], [f"{x.name} {stat}" for x, stat in columns], cells
+    )
     if len(numbers) > MAX_INTERVALS_SHOWN:
         lines.append(f"... {len(numbers) - MAX_INTERVALS_SHOWN} more intervals in run.json")
     return lines
@@ -91,6 +108,8 @@ def waterfall_section(run: dict[str, Any]) -> list[str]:
     if not run.get("latency_layers") and not run.get("external_series"):
         return []
     layers = waterfall(run)
+    if not run.get("external_series") and not any(x.measured for x in layers if x.key != "op"):
+        return []  # only the op layer: the Latency section has it (and the layers' reasons)
     lines = section("Latency waterfall (op -> DB read call -> device -> outside this host)")
     if layers:
         lines += _window_table(layers)

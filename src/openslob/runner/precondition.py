@@ -21,11 +21,13 @@ flight (Engine.cancel), keeps the state, and a rerun with the same parameters co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -285,13 +287,40 @@ def _engine_pass(
         state.extent = ext_no
         for at in range(first, extent.units, batch):
             count = min(batch, extent.units - at)
-            engine.rewrite(extent, at, count)
-            state.offset = at + count
-            state.bytes_written += count * extent.unit_bytes
-            state.save(state_path)
+            # A batch commits on the server: a Ctrl-C between its commit and the state's
+            # save would make a rerun write (and count) it again. The first Ctrl-C waits for
+            # the batch (one is short: BATCH_BYTES), a second one cancels it at once.
+            with _batch_then_interrupt():
+                engine.rewrite(extent, at, count)
+                state.offset = at + count
+                state.bytes_written += count * extent.unit_bytes
+                state.save(state_path)
             tick()
         state.offset = 0
     engine.flush_writes(list(plan.extents))
+
+
+@contextlib.contextmanager
+def _batch_then_interrupt() -> Iterator[None]:
+    """Run the block whole: a first SIGINT during it is raised as KeyboardInterrupt after
+    it; a second one at once (the statement in flight is then cancelled, nothing saved)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    hit: list[bool] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if hit:
+            raise KeyboardInterrupt
+        hit.append(True)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if hit:
+        raise KeyboardInterrupt
 
 
 def _summary(
