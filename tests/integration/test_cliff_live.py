@@ -34,6 +34,10 @@ DATA = ["--schemas", "2", "--scale", "4096", "--scan-table-sz", "0"]
 CLIFF_WINDOW = 4  # intervals of the rule's baseline (1 s each)
 RUN = ["--sessions", "2", "--update-pct", "0", "--work-unit", "8", "--warmup", "2"]
 RUN += ["--run-time", "20", "--cliff-window", str(CLIFF_WINDOW)]
+# Steady state on the same run (item 4): never called steady until the new level has held a
+# whole window after the throttle.
+SS_WINDOW_S = 4
+RUN += ["--steady-state", "iops:dev<20%", "--ss-window", str(SS_WINDOW_S)]
 THROTTLE_AFTER_ROWS = CLIFF_WINDOW + 4  # window rows before the throttle: a known baseline
 READ_IOPS_LIMIT = 150
 
@@ -151,6 +155,15 @@ def test_throttled_device_cliff_is_seen_live_and_recorded(
     assert marked and float(marked[0]["elapsed_s"]) == pytest.approx(first, abs=0.001)
     assert {"ops", "iops"} <= set(rows[-1]["cliff"].split("+"))
     assert int(rows[-1]["cliff_episodes"]) == len(cliffs["episodes"])
+    # not steady while the rule's window still holds intervals from before the throttle
+    mixed = [
+        r for r in rows if at["elapsed_s"] <= float(r["elapsed_s"]) < at["elapsed_s"] + SS_WINDOW_S
+    ]
+    assert mixed and all(r["steady_state"] != "1" for r in mixed), mixed
+    steady_block = run["steady_state"]
+    assert steady_block["rules"] == "iops:dev<20%" and steady_block["window_s"] == SS_WINDOW_S
+    if steady_block["reached_at_s"] is not None and steady_block["reached_at_s"] > at["elapsed_s"]:
+        assert steady_block["reached_at_s"] >= at["elapsed_s"] + SS_WINDOW_S - 1, steady_block
     # and in the report, with what the same intervals say about the cause
     report = (run_dir / "report.txt").read_text()
     assert "Cliffs (live)" in report and "open" in report
