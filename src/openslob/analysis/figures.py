@@ -159,3 +159,12 @@ def point_identity(run: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str
     """What tells a run's point from others: its workload plus the parameters of the sweep
     point it belongs to (a page size is not workload, and still another point)."""
     return {**workload(run), **point}
+
+
+def interval_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """run.json's intervals as one dict per interval (none for a run.json without them)."""
+    table = run.get("intervals")
+    if not isinstance(table, dict):
+        return []
+    columns = table.get("columns") or []
+    return [dict(zip(columns, row, strict=False)) for row in table.get("rows") or []]

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from openslob.analysis.figures import interval_rows
+
 PERCENTILES = ("p50", "p90", "p99", "p99.9")
 ORDER_TOLERANCE = 0.02
 ORDER_WARNING = "impossible latency order"
@@ -58,14 +60,6 @@ class Layer:
         return any(v is not None for v in self.window_us.values()) or any(
             v is not None for per in self.intervals_us.values() for v in per.values()
         )
-
-
-def _interval_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    table = run.get("intervals")
-    if not isinstance(table, dict):
-        return []
-    columns = table.get("columns") or []
-    return [dict(zip(columns, row, strict=False)) for row in table.get("rows") or []]
 
 
 def _per_interval(rows: list[dict[str, Any]], prefix: str) -> dict[str, dict[int, float | None]]:
@@ -129,7 +123,7 @@ def _external_layer(entry: Mapping[str, Any]) -> Layer | None:
 def waterfall(run: Mapping[str, Any]) -> list[Layer]:
     """The run's layers, top to bottom: op, DB read call, device read, device write, log
     sync (each traced layer present or with its reason), then the external series."""
-    rows = _interval_rows(run)
+    rows = interval_rows(run)
     traced = run.get("latency_layers") or {}
     layers = []
     for key in ("op", "db_read_call", "device_read", "device_write", "log_sync"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from statistics import median
 from typing import Any
 
+from openslob.analysis.figures import interval_rows
 from openslob.report.blocks import fmt, fmt_us, section, table
 
 # (column of run.json intervals, row label, formatter)
@@ -20,15 +21,6 @@ FIGURES = (
     ("update_p99_us", "update + commit p99", fmt_us),
     ("scan_p99_us", "scan p99", fmt_us),
 )
-
-
-def interval_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
-    """run.json's intervals as one dict per interval (none for a run.json without them)."""
-    table_ = run.get("intervals")
-    if not isinstance(table_, dict):
-        return []
-    columns = table_.get("columns") or []
-    return [dict(zip(columns, row, strict=False)) for row in table_.get("rows") or []]
 
 
 def interval_section(run: dict[str, Any]) -> list[str]:
