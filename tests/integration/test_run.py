@@ -238,9 +238,12 @@ def test_update_pct_hundred_means_no_selects_and_a_commit_each(dataset, tmp_path
     metrics = result["metrics"]
     assert metrics["selects_per_s"] == 0 and metrics["updates_per_s"] > 0
     assert result["latency"]["select"] is None
-    # every update commits: the database counted at least one commit per update
+    # every update commits: the database counted at least one commit per update, and not
+    # two. pg_stat_database also counts transactions that are not the loop's (autovacuum's
+    # and autoanalyze's on a table the suite's other tests have just written), hence the
+    # slack: 1.05 x + 1/s was exceeded by 0.3 % once in a full suite, never alone.
     assert metrics["commits_per_s"] >= metrics["updates_per_s"]
-    assert metrics["commits_per_s"] <= metrics["updates_per_s"] * 1.05 + 1
+    assert metrics["commits_per_s"] <= metrics["updates_per_s"] * 1.1 + 2
     assert metrics["wal_syncs_per_s"] > 0 and metrics["wal_sync_latency_us"] > 0
 
 
