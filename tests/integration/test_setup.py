@@ -236,15 +236,17 @@ def _fresh_query(server: EmbeddedServer, query: str) -> Any:
 
 
 def test_interrupted_load_is_detected_and_repaired(server: EmbeddedServer, slob) -> None:
-    # 120,000 rows = 938 MB: large enough for the buffered-I/O load restart
-    args = ("setup", "--schemas", "1", "--scale", "120000", "--scan-table-sz", "0", "--seed", "7")
+    # 20,000 rows = 156 MB: above LOAD_RESTART_MIN_BYTES (128 MB), so the load restarts the
+    # server with buffered I/O, and seconds long, so the poll below sees it under way (938 MB
+    # made the repair alone ~25 s of the suite)
+    args = ("setup", "--schemas", "1", "--scale", "20000", "--scan-table-sz", "0", "--seed", "7")
     proc = slob_subprocess(*args, data_dir=server.data_dir)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until the load is really under way
         status = _fresh_query(
             server,
             "SELECT status FROM openslob.datasets WHERE schema_name = 'user1'"
-            " AND table_name = 'cf1' AND rows = 120000",
+            " AND table_name = 'cf1' AND rows = 20000",
         )
         pages = _fresh_query(
             server, "SELECT coalesce(pg_relation_size(to_regclass('user1.cf1')), 0)"
