@@ -157,7 +157,9 @@ def test_interrupted_sweep_resumes_where_it_stopped(
     server = dataset
     results = tmp_path / "results"
     args = [*_sweep_args(results, "ctrlc")]
-    args[args.index("--run-time") + 1] = "6"
+    # 4 s points, Ctrl-C 1.5 s after the second one started: inside it with 2.5 s to spare
+    # (6 s points and a 2 s wait made this test ~33 s: four of its points run whole)
+    args[args.index("--run-time") + 1] = "4"
     proc = slob_subprocess(*args, data_dir=server.data_dir)
     path = results / "sweep-ctrlc"
     deadline = time.monotonic() + 60
@@ -167,14 +169,13 @@ def test_interrupted_sweep_resumes_where_it_stopped(
             if points[1]["status"] == "running":
                 break
         time.sleep(0.2)
-    time.sleep(2)
+    time.sleep(1.5)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
     points = json.loads((path / "sweep.json").read_text())["points"]
     assert [p["status"] for p in points] == ["complete", "interrupted", "pending", "pending"]
     first_run = (path / points[0]["run_dir"] / "run.json").stat().st_mtime
-    args[args.index("--run-time") + 1] = "6"
     resumed = CliRunner().invoke(
         cli, args, env={"SLOB_DATA_DIR": str(server.data_dir)}, catch_exceptions=False
     )
