@@ -37,7 +37,7 @@ def rss_mib(pid: int) -> float | None:
 
 
 def main() -> None:
-    args = parse_args(__doc__, {"seconds": 600.0, "sessions": 4}, {"seconds": 10.0})
+    args = parse_args(__doc__, {"seconds": 600.0, "sessions": 4}, {"seconds": 6.0})
     bench = Bench(args.data_dir, "pio")
     bench.ensure_data(bench.config(**DATA, SESSIONS=args.sessions), args.sessions)
     results = Path(tempfile.mkdtemp(prefix="client-memory-"))

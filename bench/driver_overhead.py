@@ -30,12 +30,18 @@ def cpu_seconds() -> float:
 def main() -> None:
     args = parse_args(
         __doc__,
-        {"sessions": "4,32", "seconds": 20.0, "repeats": 3},
-        {"sessions": "2", "seconds": 2.0, "repeats": 1},
+        {"sessions": "4,32", "seconds": 20.0, "repeats": 3, "warmup": 2.0},
+        {"sessions": "2", "seconds": 1.0, "repeats": 1, "warmup": 0.0},
     )
     counts = ints(args.sessions)
     bench = Bench(args.data_dir, "pio")
-    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 128, "UPDATE_PCT": 20, "WARMUP": 2}
+    data = {
+        "SCHEMAS": 4,
+        "SCALE": 8192,
+        "SCAN_TABLE_SZ": 128,
+        "UPDATE_PCT": 20,
+        "WARMUP": args.warmup,
+    }
     results = Path(tempfile.mkdtemp(prefix="driver-overhead-"))
     try:
         for n in counts:

@@ -43,13 +43,20 @@ def client_cpu_s() -> float:
 def main() -> None:
     args = parse_args(
         __doc__,
-        {"sessions": "2,64", "seconds": 20.0, "repeats": 3, "profile": "lio", "update_pct": 0},
-        {"sessions": "2", "seconds": 2.0, "repeats": 1},
+        {
+            "sessions": "2,64",
+            "seconds": 20.0,
+            "repeats": 3,
+            "profile": "lio",
+            "update_pct": 0,
+            "warmup": 2.0,
+        },
+        {"sessions": "2", "seconds": 2.0, "repeats": 1, "warmup": 0.0},
     )
     if args.seconds > LONG_INTERVAL_S:
         raise SystemExit(f"--seconds: at most {LONG_INTERVAL_S:g} (one CALL per window)")
     bench = Bench(args.data_dir, args.profile)
-    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 0, "WARMUP": 2}
+    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 0, "WARMUP": args.warmup}
     data["UPDATE_PCT"] = args.update_pct
     results = Path(tempfile.mkdtemp(prefix="interval-overhead-"))
     try:

@@ -100,7 +100,7 @@ def main() -> None:
     args = parse_args(
         __doc__,
         {"sessions": "1,2,4", "seconds": 10.0, "repeats": 3},
-        {"sessions": "1", "seconds": 2.0, "repeats": 1},
+        {"sessions": "1", "seconds": 1.0, "repeats": 1},
     )
     counts = ints(args.sessions)
     bench = Bench(args.data_dir, "lio")

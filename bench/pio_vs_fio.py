@@ -29,12 +29,18 @@ CPU_CONTENDED_PCT = 20
 def main() -> None:
     args = parse_args(
         __doc__,
-        {"sessions": "1,2,4,8,16", "seconds": 20.0, "repeats": 3},
-        {"sessions": "1,2", "seconds": 2.0, "repeats": 1},
+        {"sessions": "1,2,4,8,16", "seconds": 20.0, "repeats": 3, "warmup": 2.0},
+        {"sessions": "1", "seconds": 2.0, "repeats": 1, "warmup": 0.0},
     )
     counts = ints(args.sessions)
     bench = Bench(args.data_dir, "pio")
-    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 128, "UPDATE_PCT": 0, "WARMUP": 2}
+    data = {
+        "SCHEMAS": 4,
+        "SCALE": 8192,
+        "SCAN_TABLE_SZ": 128,
+        "UPDATE_PCT": 0,
+        "WARMUP": args.warmup,
+    }
     bench.ensure_data(bench.config(**data, SESSIONS=max(counts)), max(counts))
     results = Path(tempfile.mkdtemp(prefix="pio-vs-fio-"))
     print(

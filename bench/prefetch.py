@@ -48,12 +48,19 @@ def main() -> None:
             "sessions": 4,
             "seconds": 10.0,
             "repeats": 3,
+            "warmup": 1.0,
         },
-        {"engines": "postgresql", "io_methods": "", "work_units": "16", "seconds": 2.0,
-         "repeats": 1},
+        {"engines": "postgresql", "io_methods": "", "work_units": "16", "seconds": 1.0,
+         "repeats": 1, "warmup": 0.0},
     )  # fmt: skip
     bench = Bench(args.data_dir, "pio")
-    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 128, "UPDATE_PCT": 0, "WARMUP": 1}
+    data = {
+        "SCHEMAS": 4,
+        "SCALE": 8192,
+        "SCAN_TABLE_SZ": 128,
+        "UPDATE_PCT": 0,
+        "WARMUP": args.warmup,
+    }
     data["SESSIONS"] = args.sessions
     results = Path(tempfile.mkdtemp(prefix="prefetch-bench-"))
     print(

@@ -66,13 +66,19 @@ def install(loop: types.ModuleType, bench: Bench, schemas: list[str]) -> None:
 def main() -> None:
     args = parse_args(
         __doc__,
-        {"sessions": "2", "seconds": 20.0, "repeats": 5, "profile": "lio"},
-        {"sessions": "2", "seconds": 2.0, "repeats": 1},
+        {"sessions": "2", "seconds": 20.0, "repeats": 5, "profile": "lio", "warmup": 2.0},
+        {"sessions": "2", "seconds": 1.0, "repeats": 1, "warmup": 0.0},
     )
     old = baseline_loop()
     bench = Bench(args.data_dir, args.profile)
     # the other scripts' data set: bench scripts share a server (tests) without reloading
-    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 128, "WARMUP": 2, "UPDATE_PCT": 0}
+    data = {
+        "SCHEMAS": 4,
+        "SCALE": 8192,
+        "SCAN_TABLE_SZ": 128,
+        "WARMUP": args.warmup,
+        "UPDATE_PCT": 0,
+    }
     results = Path(tempfile.mkdtemp(prefix="rate-overhead-"))
     try:
         for n in ints(args.sessions):

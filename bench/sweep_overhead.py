@@ -22,7 +22,7 @@ def main() -> None:
     args = parse_args(
         __doc__,
         {"seconds": 20.0, "warmup": 3.0, "repeats": 2},
-        {"seconds": 2.0, "warmup": 0.0, "repeats": 1},
+        {"seconds": 1.0, "warmup": 0.0, "repeats": 1},
     )
     bench = Bench(args.data_dir, "pio")
     flags = {
