@@ -21,8 +21,7 @@ import pytest
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.results.schema import validate_run
 from tests.conftest import invoke, slob_subprocess
-from tests.integration.test_html_report import (  # noqa: F401  (a fixture)
-    browser,
+from tests.integration.test_html_report import (
     chart_box,
     open_all_details,
     open_page,
@@ -93,7 +92,7 @@ def throttle_when_known(
 def test_throttled_device_cliff_is_seen_live_and_recorded(
     throttled_pg: tuple[LoopFs, EmbeddedServer],
     tmp_path: Path,
-    browser: Any,  # noqa: F811  (the fixture)
+    browser: Any,
 ) -> None:
     fs, server = throttled_pg
     results = tmp_path / "results"

@@ -22,7 +22,7 @@ from openslob.engines.postgres.server import EmbeddedServer
 from openslob.results.schema import validate_run
 from openslob.runner import clocks
 from tests.conftest import invoke, make_base_dir
-from tests.integration.test_html_report import browser, chart_box, open_page  # noqa: F401  (a fixture)
+from tests.integration.test_html_report import chart_box, open_page
 
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 SKEW_S = 0.250
@@ -110,7 +110,7 @@ def test_min_rtt_estimate_recovers_the_skew(servers) -> None:
 def test_window_starts_together_on_a_skewed_server(
     servers,
     tmp_path: Path,
-    browser: webdriver.Chrome,  # noqa: F811
+    browser: webdriver.Chrome,
 ) -> None:
     """The barrier corrected by each server's offset; and each instance's own figures over
     time: timeseries.csv `key@n`, the live metrics' `instance` label, the HTML's charts."""

@@ -12,27 +12,21 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
 from openslob.engines.postgres.server import EmbeddedServer
 from tests.conftest import invoke
+from tests.integration.conftest import ARTIFACTS
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-ARTIFACTS = Path(
-    os.environ.get("SLOB_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts")
-)
 ORACLE = Path(__file__).parents[1] / "data" / "oracle"
 # test_layout.py's data set (setup is then a no-op there): 2 × 62.5 MB, above shared_buffers,
 # so the short update runs keep one row per page (a cached table updated every few ms bloats).
@@ -65,33 +59,6 @@ def results(server: EmbeddedServer, tmp_path_factory: pytest.TempPathFactory) ->
         "rate",
     )
     return root
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[webdriver.Chrome]:
-    """Headless chromium as root: no sandbox, no background traffic to a closed network."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), "apt install chromium chromium-driver"
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1400,1000",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def write_page(*args: str) -> Path:

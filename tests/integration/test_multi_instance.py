@@ -24,7 +24,7 @@ from openslob.engines.postgres.server import EmbeddedServer
 from openslob.model import combine
 from openslob.results.schema import validate_run
 from tests.conftest import invoke, make_base_dir
-from tests.integration.test_html_report import browser, chart_box, open_page  # noqa: F401  (a fixture)
+from tests.integration.test_html_report import chart_box, open_page
 
 SCALE = 3000  # rows per schema: small, the point is placement and accounting
 
@@ -235,7 +235,7 @@ def test_sweep_and_plot_over_two_instances(loaded, tmp_path: Path) -> None:
 def test_instance_sweep_efficiency_per_instance_and_resume(
     loaded,
     tmp_path: Path,
-    browser: webdriver.Chrome,  # noqa: F811
+    browser: webdriver.Chrome,
 ) -> None:
     """`--instances 1,2 --sessions-per-instance 2`: the first 1, then 2 targets at the same
     load per instance; scaling.json's efficiency and per-instance figures are the run.json

@@ -20,7 +20,7 @@ from openslob.engines.mariadb.server import MARIADBD
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.results.schema import validate_run
 from tests.conftest import invoke, make_base_dir
-from tests.integration.test_html_report import browser, open_page  # noqa: F401 (a fixture)
+from tests.integration.test_html_report import open_page
 
 PG_DATA = ["--schemas", "2", "--scale", "2000", "--scan-table-sz", "0"]
 MARIA_DATA = ["--schemas", "2", "--scale", "2048", "--scan-table-sz", "0"]
@@ -81,7 +81,7 @@ def pg(server: EmbeddedServer, tmp_path_factory) -> tuple[Path, Path]:
     return server.data_dir, cwd
 
 
-def test_postgres_steady_from_the_start_stops_early_and_cleanly(pg, browser) -> None:  # noqa: F811
+def test_postgres_steady_from_the_start_stops_early_and_cleanly(pg, browser) -> None:
     data_dir, cwd = pg
     args = [*PG_DATA, *PACED, "--run-time", "12", "--steady-state", RULE]
     args += ["--ss-ramp", "2", "--ss-window", "4s", "--stop-on-steady", "on"]

@@ -17,10 +17,9 @@ from selenium.webdriver.common.by import By
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.results.schema import validate_run
 from tests.conftest import invoke
-from tests.integration.test_html_report import (  # noqa: F401 (browser: a fixture)
+from tests.integration.test_html_report import (
     DATA,
     assert_all_drawn,
-    browser,
     open_page,
     write_page,
 )
@@ -33,7 +32,7 @@ ARRAY_P99_US = 10_000_000
 def test_external_series_in_the_waterfall_and_the_warning(
     server: EmbeddedServer,
     tmp_path: Path,
-    browser: webdriver.Chrome,  # noqa: F811 (the fixture imported above)
+    browser: webdriver.Chrome,
 ) -> None:
     env = {"SLOB_DATA_DIR": str(server.data_dir)}
     # the session's server is shared: another module may have left another data set there
