@@ -12,15 +12,22 @@ computed in the script, `bucket_code`):
     device_read    block layer, issue → completion of each read request of the data
     device_write   directory's device(s) (and write requests; flushes and discards apart)
 
-The kernel prints the cumulative maps every PRINT_EVERY_MS through a pipe (no file I/O of
-ours in the window); the client keeps the latest complete print (`Tracer.snapshot`) and an
-interval is the difference of two (`LayerSeries`), like counters, so the intervals of the
-window add up exactly to the window. Without root, bpftrace, tracefs or a local server pid
-the layers are null with the reason (`unavailable_reason`).
+The kernel prints the cumulative maps through a pipe (no file I/O of ours in the window) when
+the client asks (`Tracer.ask`: at each interval boundary and phase start) and every
+PRINT_EVERY_MS besides; the client keeps the latest prints and an interval is the difference
+of two (`LayerSeries`), like counters, so the intervals of the window add up exactly to the
+window. Without root, bpftrace, tracefs or a local server pid the layers are null with the
+reason (`unavailable_reason`).
+
+What it costs (bench/ebpf_cost.py): each traced read is four probe runs (its call's enter and
+exit, its request's issue and completion), ~2.5 µs of CPU together on the 2-vCPU test VM
+(bpf_stats), most of it the hash maps' cache misses; a print is ~6 ms of bpftrace's CPU,
+hence prints at the boundaries rather than every 100 ms.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -46,15 +53,22 @@ MEASURED_AT = {
     "device_read": "block layer, issue to completion of read requests (kernel, bpftrace)",
     "device_write": "block layer, issue to completion of write requests (kernel, bpftrace)",
 }
-# A reading is the print nearest the moment asked for: at most half this away (the cost of a
-# print is one walk of the maps, a few hundred entries)
-PRINT_EVERY_MS = 100
-# Entries per map (bpftrace's default is 4,096). A completion the kernel skipped (its
-# recursion guard) leaves its issue's entry in the in-flight map until a request at the same
-# sector replaces it; a full map times no new request (`timed_pct` shows it). bpftrace 0.17
-# cannot clear a map that probes are updating, so the map is made large instead (~6 MB).
-MAP_KEYS_MAX = 65536
-KEEP_PRINTS = 50  # the last 5 s of prints, to find the one nearest a boundary
+# A reading is the print nearest the moment asked for: the one asked for at that boundary, or
+# (an early end of the window) a periodic one, at most half this away. A print walks the maps
+# (~1,500 entries: ~6 ms of bpftrace's CPU), so not more often.
+PRINT_EVERY_MS = 1000
+# The getsid() argument that asks for a print: above any pid (PID_MAX_LIMIT is 2**22), so the
+# call does nothing but fail with ESRCH
+ASK_PID = (1 << 30) + 26
+KEY_STRIDE = 4096  # the histogram map's key: layer * KEY_STRIDE + bucket (SLOTS fit under it)
+DEVICES_MAX = 256  # a request's key: sector * DEVICES_MAX + the device's number
+# The in-flight requests' map: the key's low SLOT_BITS pick its slot (a fixed set, so requests
+# whose completion was skipped cannot fill the map); the value holds the issue time shifted
+# over CHECK_BITS of the key's next bits, which the completion checks.
+SLOT_BITS, CHECK_BITS = 16, 20
+# Entries per map (bpftrace's default is 4,096): the in-flight requests' slots (SLOT_BITS)
+MAP_KEYS_MAX = 1 << SLOT_BITS
+KEEP_PRINTS = 50  # the last ~25 s of prints (two a second), to find the one nearest a moment
 START_TIMEOUT_S = 30.0  # compiling and attaching takes ~2 s; a loaded machine more
 TRACEFS = Path("/sys/kernel/tracing/available_events")
 # Tracing costs SLOBops/s (bench/ebpf_cost.py: 8-12 % on the 2-vCPU test VM), so a run
@@ -63,7 +77,8 @@ NOT_ASKED = "not traced: TRACE_LAYERS is off (--trace-layers on; tracing costs t
 SYS_CLASS_BLOCK = Path("/sys/class/block")
 MINORBITS = 20  # the kernel's dev_t in tracepoints: major << 20 | minor
 _MARKER = "openslob_end"
-_ENTRY = re.compile(r"^@(h|b|n)\[(\d+)(?:, (\d+))?\]: (\d+)$")
+_ENTRY = re.compile(r"^@(h|s|u)\[(\d+)\]: (\d+)$")
+SECTOR_BYTES = 512
 
 
 def bucket_code(value: str = "$us", out: str = "$idx") -> str:
@@ -112,14 +127,33 @@ def device_numbers(devices: Sequence[str]) -> list[int]:
     return numbers
 
 
-def script(pid: int, devs: Sequence[int], every_ms: int = PRINT_EVERY_MS) -> str:
-    """The bpftrace program for one server pid and its data devices."""
+def device_code(devs: Sequence[int]) -> str:
+    """bpftrace statements setting $d to the device's number in `devs` (1, 2, ...; 0: not
+    one of them): the in-flight key holds it under the sector, so it must stay small."""
+    lines = ["  $d = 0;"]
+    for number, dev in enumerate(devs[: DEVICES_MAX - 1], start=1):
+        branch = "if" if number == 1 else "else if"
+        lines.append(f"  {branch} (args->dev == {int(dev)}) {{ $d = {number}; }}")
+    return "\n".join(lines)
+
+
+def script(pid: int, devs: Sequence[int], client_pid: int, every_ms: int = PRINT_EVERY_MS) -> str:
+    """The bpftrace program for one server pid and its data devices; `client_pid` asks for
+    its prints (`Tracer.ask`)."""
+    assert SLOTS <= KEY_STRIDE
     text = resources.files("openslob").joinpath("data/ebpf.bt").read_text()
-    filt = " || ".join(f"args->dev == {d}" for d in devs) or "0"
     return (
         text.replace("@@BUCKET@@", bucket_code())
         .replace("@@PID@@", str(int(pid)))
-        .replace("@@DEVS@@", filt)
+        .replace("@@DEVICE@@", device_code(devs))
+        .replace("@@DEVICES_MAX@@", str(DEVICES_MAX))
+        .replace("@@STRIDE@@", str(KEY_STRIDE))
+        .replace("@@SLOT_MASK@@", hex((1 << SLOT_BITS) - 1))
+        .replace("@@SLOT_BITS@@", str(SLOT_BITS))
+        .replace("@@CHECK_MASK@@", hex((1 << CHECK_BITS) - 1))
+        .replace("@@CHECK_BITS@@", str(CHECK_BITS))
+        .replace("@@CLIENT@@", str(int(client_pid)))
+        .replace("@@ASK@@", str(ASK_PID))
         .replace("@@EVERY_MS@@", str(int(every_ms)))
     )
 
@@ -170,25 +204,32 @@ class Cumulative:
 
 
 def parse_print(lines: Sequence[str]) -> Cumulative:
-    """A print's lines (`@h[layer, bucket]: count`, `@b[layer]: bytes`, `@n[layer]:
-    completions`) as a Cumulative;
-    lines of anything else (blank lines, bpftrace's notes) are skipped."""
+    """A print's lines (`@h[layer * KEY_STRIDE + bucket]: count` of the timed calls,
+    `@s[layer]: sectors` and `@u[layer]: count` of the device layers' completions: all of
+    them and those not timed) as a Cumulative; lines of anything else (blank lines,
+    bpftrace's notes) are skipped."""
     out = Cumulative()
+    untimed: dict[str, int] = {}
     for line in lines:
         match = _ENTRY.match(line.strip())
         if match is None:
             continue
-        kind, layer_text, idx, value = match.groups()
-        layer_id = int(layer_text)
+        kind, key_text, value_text = match.groups()
+        key, value = int(key_text), int(value_text)
+        layer_id, idx = divmod(key, KEY_STRIDE) if kind == "h" else (key, 0)
         if layer_id >= len(TRACED_LAYERS):
             continue
         layer = TRACED_LAYERS[layer_id]
-        if kind == "h" and idx is not None:
-            out.hists.setdefault(layer, Histogram()).counts[int(idx)] = int(value)
-        elif kind == "b":
-            out.bytes[layer] = int(value)
-        elif kind == "n":
-            out.completed[layer] = int(value)
+        if kind == "h":
+            out.hists.setdefault(layer, Histogram()).counts[idx] = value
+        elif kind == "s":
+            out.bytes[layer] = value * SECTOR_BYTES
+        else:
+            untimed[layer] = value
+    for layer in TRACED_LAYERS:
+        if layer.startswith("device_") and (layer in out.hists or layer in untimed):
+            timed = out.hists[layer].count if layer in out.hists else 0
+            out.completed[layer] = timed + untimed.get(layer, 0)
     return out
 
 
@@ -197,7 +238,7 @@ class Tracer:
     (the latest complete cumulative print), `stop`."""
 
     def __init__(self, pid: int, devices: Sequence[str]) -> None:
-        self.text = script(pid, device_numbers(devices))
+        self.text = script(pid, device_numbers(devices), os.getpid())
         self._proc: subprocess.Popen[str] | None = None
         self._prints: deque[tuple[float, Cumulative]] = deque(maxlen=KEEP_PRINTS)
         self._first = threading.Event()
@@ -250,6 +291,11 @@ class Tracer:
         for line in self._proc.stderr:
             self._errors.append(line.strip())
             del self._errors[:-20]
+
+    def ask(self) -> None:
+        """Ask the kernel for a print now (the script's getsid probe: a call that fails)."""
+        with contextlib.suppress(OSError):
+            os.getsid(ASK_PID)
 
     def snapshot(self) -> Cumulative:
         """The latest print."""
@@ -348,9 +394,11 @@ class LayerSeries:
         self.window_intervals = 0
 
     def mark(self) -> None:
+        self.tracer.ask()
         self._prev, self._prev_at, self._boundaries = None, time.time(), {}
 
     def boundary(self, index: int) -> None:
+        self.tracer.ask()
         self._boundaries[index] = time.time()
 
     def interval(self, index: int, in_window: bool, at: float | None = None) -> Cumulative:
