@@ -71,6 +71,7 @@ MAP_KEYS_MAX = 1 << SLOT_BITS
 KEEP_PRINTS = 50  # the last ~25 s of prints (two a second), to find the one nearest a moment
 START_TIMEOUT_S = 30.0  # compiling and attaching takes ~2 s; a loaded machine more
 TRACEFS = Path("/sys/kernel/tracing/available_events")
+BPF_STATS = Path("/proc/sys/kernel/bpf_stats_enabled")
 # Tracing costs SLOBops/s (bench/ebpf_cost.py: 8-12 % on the 2-vCPU test VM), so a run
 # traces only when asked; run.json says so in each traced layer's reason.
 NOT_ASKED = "not traced: TRACE_LAYERS is off (--trace-layers on; tracing costs throughput)"
@@ -243,6 +244,7 @@ class Tracer:
         self._prints: deque[tuple[float, Cumulative]] = deque(maxlen=KEEP_PRINTS)
         self._first = threading.Event()
         self._errors: list[str] = []
+        self._started = time.monotonic()
         self.prints = 0
 
     def start(self) -> str | None:
@@ -281,6 +283,8 @@ class Tracer:
                 # moment is its arrival (within the pipe's latency)
                 self._prints.append((time.time(), parse_print(lines)))
                 self.prints += 1
+                if not self._first.is_set():  # attached: the probes run from here
+                    self._started = time.monotonic()
                 self._first.set()
                 lines = []
             else:
@@ -321,6 +325,21 @@ class Tracer:
         """Probe runs the kernel skipped so far (its recursion guard: a probe firing, e.g.
         a completion interrupt, on a CPU already running one of these programs), summed
         over the programs (/proc/PID/fdinfo's recursion_misses); None when unreadable."""
+        return self._programs_sum("recursion_misses")
+
+    def probes_cpu_s(self) -> float | None:
+        """CPU seconds the probe programs ran so far, when the kernel counts it
+        (kernel.bpf_stats_enabled = 1: bench/ebpf_cost.py --bpf-stats); else None."""
+        try:
+            if BPF_STATS.read_text().strip() != "1":
+                return None
+        except OSError:
+            return None
+        total_ns = self._programs_sum("run_time_ns")
+        return None if total_ns is None else total_ns / 1e9
+
+    def _programs_sum(self, name: str) -> int | None:
+        """A counter of /proc/PID/fdinfo summed over bpftrace's programs (None: unreadable)."""
         proc = self._proc
         if proc is None or proc.poll() is not None:
             return None
@@ -333,7 +352,7 @@ class Tracer:
                 except OSError:
                     continue
                 for line in text.splitlines():
-                    if line.startswith("recursion_misses:"):
+                    if line.startswith(f"{name}:"):
                         total, seen = total + int(line.split()[1]), True
         except OSError:
             return None
@@ -363,8 +382,11 @@ class Tracer:
         )
 
     def note(self) -> str:
-        cpu = self.cpu_s()
+        cpu, probes = self.cpu_s(), self.probes_cpu_s()
         used = "" if cpu is None else f", {cpu:.2f} s of CPU"
+        if probes is not None:
+            elapsed = time.monotonic() - self._started
+            used += f"; its probes {probes:.3f} s of CPU in {elapsed:.1f} s"
         return f"latency layers traced in the kernel by bpftrace ({self.prints} prints{used})"
 
     def stop(self) -> None:
