@@ -306,16 +306,18 @@ class Tracer:
         return self._prints[-1][1] if self._prints else Cumulative()
 
     def at(self, moment: float) -> Cumulative:
-        """The print nearest `moment` (epoch s): waits for the next print when the
-        latest is older than the moment (at most two print periods)."""
+        """The print nearest `moment` (epoch s): when the latest is older than the moment,
+        asks for one and waits for it (at most two print periods)."""
         deadline = time.monotonic() + 2 * PRINT_EVERY_MS / 1000
+        if not self._prints or self._prints[-1][0] < moment:
+            self.ask()  # a moment no boundary asked at (the window's early end): now
         while (
             self._proc is not None
             and self._proc.poll() is None
             and (not self._prints or self._prints[-1][0] < moment)
             and time.monotonic() < deadline
         ):
-            time.sleep(PRINT_EVERY_MS / 4000)
+            time.sleep(0.01)
         prints = list(self._prints)
         if not prints:
             return Cumulative()
@@ -329,7 +331,7 @@ class Tracer:
 
     def probes_cpu_s(self) -> float | None:
         """CPU seconds the probe programs ran so far, when the kernel counts it
-        (kernel.bpf_stats_enabled = 1: bench/ebpf_cost.py --bpf-stats); else None."""
+        (kernel.bpf_stats_enabled = 1: bench/ebpf_cost.py --bpf_stats 1); else None."""
         try:
             if BPF_STATS.read_text().strip() != "1":
                 return None

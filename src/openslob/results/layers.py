@@ -13,7 +13,7 @@ Reconciliation: the traced calls per second against the counter that counts the 
 writes completed: the device layers count every completion, and `timed_pct` says how many
 of them were timed, i.e. their issue was seen under the same dev+sector). The two count
 over slightly different spans (a reading is the kernel's print asked for at the boundary, a
-few ms after it; an early end of the window: a periodic print, up to PRINT_EVERY_MS / 2
+few ms after it; an early end of the window: the print nearest it, up to PRINT_EVERY_MS / 2
 away), so they agree within RECONCILE_BOUND_PCT, measured on this project's runs (README);
 beyond it the run warns.
 """
