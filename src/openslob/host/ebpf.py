@@ -62,10 +62,13 @@ PRINT_EVERY_MS = 1000
 ASK_PID = (1 << 30) + 26
 KEY_STRIDE = 4096  # the histogram map's key: layer * KEY_STRIDE + bucket (SLOTS fit under it)
 DEVICES_MAX = 256  # a request's key: sector * DEVICES_MAX + the device's number
-# The in-flight requests' map: the key's low SLOT_BITS pick its slot (a fixed set, so requests
-# whose completion was skipped cannot fill the map); the value holds the issue time shifted
-# over CHECK_BITS of the key's next bits, which the completion checks.
+# The in-flight requests' map: a multiplicative hash of the key picks one of 2**SLOT_BITS
+# slots (a fixed set, so requests whose completion was skipped cannot fill the map; the key's
+# low bits alone would not do: they are the device's number and aligned sectors' zeros); the
+# value holds the issue time shifted over the key's low CHECK_BITS, which the completion
+# checks.
 SLOT_BITS, CHECK_BITS = 16, 20
+HASH_MUL = 0x5851F42D4C957F2D  # odd, below 2**63 (bpftrace's integer literals are signed)
 # Entries per map (bpftrace's default is 4,096): the in-flight requests' slots (SLOT_BITS)
 MAP_KEYS_MAX = 1 << SLOT_BITS
 KEEP_PRINTS = 50  # the last ~25 s of prints (two a second), to find the one nearest a moment
@@ -150,7 +153,8 @@ def script(pid: int, devs: Sequence[int], client_pid: int, every_ms: int = PRINT
         .replace("@@DEVICES_MAX@@", str(DEVICES_MAX))
         .replace("@@STRIDE@@", str(KEY_STRIDE))
         .replace("@@SLOT_MASK@@", hex((1 << SLOT_BITS) - 1))
-        .replace("@@SLOT_BITS@@", str(SLOT_BITS))
+        .replace("@@SLOT_SHIFT@@", str(64 - SLOT_BITS))
+        .replace("@@HASH_MUL@@", hex(HASH_MUL))
         .replace("@@CHECK_MASK@@", hex((1 << CHECK_BITS) - 1))
         .replace("@@CHECK_BITS@@", str(CHECK_BITS))
         .replace("@@CLIENT@@", str(int(client_pid)))
