@@ -12,10 +12,10 @@ quote the ratios from a run without it): "probes % of a CPU", a figure other loa
 machine does not blur, unlike the A/B ratios.
 Numbers for people to read; the machine may be shared (say so when you quote them).
 
-Measured on the 2-vCPU test VM, shared with other helpers' benchmarks and tests (2026-11-24,
-10 s runs, 4 repeats): SLOBops/s on/off 0.82 at 4 sessions (on 102-318 against off 258-355:
-one traced run fell to a third under other load) and 0.96 at 32 (on 600-697, off 581-721);
-DB CPU per SLOBop 1.12 and 1.14; not within 2 %. See the README (issue 26, ebpf_cost).
+Measured on the 2-vCPU test VM, shared with other helpers' benchmarks and tests (2026-11-25,
+10 s runs, 3 repeats): SLOBops/s on/off 1.078 at 4 sessions (off 303-326, on 320-343: noise)
+and 0.925 at 32 (off 653-731, on 587-668); DB CPU per SLOBop 1.068 and 1.132; probes ~3.1 us
+of CPU per traced read (--bpf_stats 1). Not within 2 %: see the README (ebpf_cost).
 
     python bench/ebpf_cost.py --sessions 4,32 --seconds 10 --repeats 3 [--bpf_stats 1]
 """

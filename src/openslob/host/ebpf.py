@@ -20,7 +20,7 @@ window. Without root, bpftrace, tracefs or a local server pid the layers are nul
 reason (`unavailable_reason`).
 
 What it costs (bench/ebpf_cost.py): each traced read is four probe runs (its call's enter and
-exit, its request's issue and completion), ~2.5 µs of CPU together on the 2-vCPU test VM
+exit, its request's issue and completion), ~3 µs of CPU together on the 2-vCPU test VM
 (bpf_stats), most of it the hash maps' cache misses; a print is ~6 ms of bpftrace's CPU,
 hence prints at the boundaries rather than every 100 ms.
 """
