@@ -101,6 +101,11 @@ def test_counts_reconcile_within_the_stated_bound(traced) -> None:
             assert abs(check["difference_pct"]) <= RECONCILE_BOUND_PCT[layer], (layer, check)
     assert isinstance(layers["device_read"]["reconciliation"]["skipped_probe_runs"], int)
     assert not [w for w in run["warnings"] if "differ by" in w]
+    # the completions found their issue in the in-flight slot (a wrong check of the slot's
+    # key bits would leave them untimed), and the sizes are whole sectors
+    for layer in ("device_read", "device_write"):
+        assert layers[layer]["reconciliation"]["timed_pct"] >= 80, layers[layer]
+        assert layers[layer]["mean_request_bytes"] >= 512, layers[layer]
 
 
 def test_the_kernel_buckets_are_the_op_histograms(tmp_path: Path) -> None:

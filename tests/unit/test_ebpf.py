@@ -17,27 +17,34 @@ from openslob.results.layers import RECONCILE_BOUND_PCT, latency_layers
 
 
 def test_the_script_has_every_placeholder_filled() -> None:
-    text = ebpf.script(4242, [ebpf.kernel_dev(254, 0), ebpf.kernel_dev(8, 16)], every_ms=100)
+    devs = [ebpf.kernel_dev(254, 0), ebpf.kernel_dev(8, 16)]
+    text = ebpf.script(4242, devs, client_pid=77, every_ms=100)
     assert "@@" not in text
     assert "pid == 4242 || curtask->real_parent->tgid == 4242" in text
-    assert f"args->dev == {254 << 20} || args->dev == {(8 << 20) | 16}" in text
+    # each data device gets its own small number in the in-flight key, others 0
+    assert f"if (args->dev == {254 << 20}) {{ $d = 1; }}" in text
+    assert f"else if (args->dev == {(8 << 20) | 16}) {{ $d = 2; }}" in text
+    assert f"args->sector * {ebpf.DEVICES_MAX} + (uint64)$d" in text
+    # the client (and only it) asks for a print with a pid no process has
+    assert f"pid == 77 && args->pid == {ebpf.ASK_PID}" in text and ebpf.ASK_PID > 1 << 22
     assert "interval:ms:100" in text
-    # the bucket code uses the histogram's own constants
+    # the bucket code uses the histogram's own constants, under one integer key per layer
     code = ebpf.bucket_code()
     assert f">= {LINEAR_LIMIT}" in code and f"{SUB_BUCKETS} * $e" in code
-    assert f"> {SLOTS - 1}" in code
+    assert f"> {SLOTS - 1}" in code and SLOTS <= ebpf.KEY_STRIDE
 
 
-PRINT = """Attaching 12 probes...
-@h[0, 98]: 10
-@h[0, 420]: 2
-@h[2, 65]: 7
-@h[3, 55]: 1
+S = ebpf.KEY_STRIDE
+PRINT = f"""Attaching 12 probes...
+@h[98]: 10
+@h[420]: 2
+@h[{2 * S + 65}]: 7
+@h[{3 * S + 55}]: 1
 
-@b[0]: 98304
-@b[2]: 57344
-@n[2]: 8
-@n[3]: 1
+@s[2]: 112
+@s[3]: 16
+
+@u[2]: 1
 """
 
 
@@ -47,7 +54,8 @@ def test_a_print_is_parsed_into_the_layers() -> None:
     assert got.hists["device_read"].counts == {65: 7}
     assert got.hists["device_write"].counts == {55: 1}
     assert "log_sync" not in got.hists
-    assert got.bytes == {"db_read_call": 98304, "device_read": 57344}
+    assert got.bytes == {"device_read": 57344, "device_write": 8192}
+    # completions: the timed ones and those whose issue was not seen
     assert got.completed == {"device_read": 8, "device_write": 1}
 
 

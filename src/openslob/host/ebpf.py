@@ -12,15 +12,22 @@ computed in the script, `bucket_code`):
     device_read    block layer, issue → completion of each read request of the data
     device_write   directory's device(s) (and write requests; flushes and discards apart)
 
-The kernel prints the cumulative maps every PRINT_EVERY_MS through a pipe (no file I/O of
-ours in the window); the client keeps the latest complete print (`Tracer.snapshot`) and an
-interval is the difference of two (`LayerSeries`), like counters, so the intervals of the
-window add up exactly to the window. Without root, bpftrace, tracefs or a local server pid
-the layers are null with the reason (`unavailable_reason`).
+The kernel prints the cumulative maps through a pipe (no file I/O of ours in the window) when
+the client asks (`Tracer.ask`: at each interval boundary and phase start) and every
+PRINT_EVERY_MS besides; the client keeps the latest prints and an interval is the difference
+of two (`LayerSeries`), like counters, so the intervals of the window add up exactly to the
+window. Without root, bpftrace, tracefs or a local server pid the layers are null with the
+reason (`unavailable_reason`).
+
+What it costs (bench/ebpf_cost.py): each traced read is four probe runs (its call's enter and
+exit, its request's issue and completion), ~3 µs of CPU together on the 2-vCPU test VM
+(bpf_stats), most of it the hash maps' cache misses; a print is ~6 ms of bpftrace's CPU,
+hence prints at the boundaries rather than every 100 ms.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -46,24 +53,36 @@ MEASURED_AT = {
     "device_read": "block layer, issue to completion of read requests (kernel, bpftrace)",
     "device_write": "block layer, issue to completion of write requests (kernel, bpftrace)",
 }
-# A reading is the print nearest the moment asked for: at most half this away (the cost of a
-# print is one walk of the maps, a few hundred entries)
-PRINT_EVERY_MS = 100
-# Entries per map (bpftrace's default is 4,096). A completion the kernel skipped (its
-# recursion guard) leaves its issue's entry in the in-flight map until a request at the same
-# sector replaces it; a full map times no new request (`timed_pct` shows it). bpftrace 0.17
-# cannot clear a map that probes are updating, so the map is made large instead (~6 MB).
-MAP_KEYS_MAX = 65536
-KEEP_PRINTS = 50  # the last 5 s of prints, to find the one nearest a boundary
+# A reading is the print nearest the moment asked for: the one asked for at that boundary, or
+# (an early end of the window) a periodic one, at most half this away. A print walks the maps
+# (~1,500 entries: ~6 ms of bpftrace's CPU), so not more often.
+PRINT_EVERY_MS = 1000
+# The getsid() argument that asks for a print: above any pid (PID_MAX_LIMIT is 2**22), so the
+# call does nothing but fail with ESRCH
+ASK_PID = (1 << 30) + 26
+KEY_STRIDE = 4096  # the histogram map's key: layer * KEY_STRIDE + bucket (SLOTS fit under it)
+DEVICES_MAX = 256  # a request's key: sector * DEVICES_MAX + the device's number
+# The in-flight requests' map: a multiplicative hash of the key picks one of 2**SLOT_BITS
+# slots (a fixed set, so requests whose completion was skipped cannot fill the map; the key's
+# low bits alone would not do: they are the device's number and aligned sectors' zeros); the
+# value holds the issue time shifted over the key's low CHECK_BITS, which the completion
+# checks.
+SLOT_BITS, CHECK_BITS = 16, 20
+HASH_MUL = 0x5851F42D4C957F2D  # odd, below 2**63 (bpftrace's integer literals are signed)
+# Entries per map (bpftrace's default is 4,096): the in-flight requests' slots (SLOT_BITS)
+MAP_KEYS_MAX = 1 << SLOT_BITS
+KEEP_PRINTS = 50  # the last ~25 s of prints (two a second), to find the one nearest a moment
 START_TIMEOUT_S = 30.0  # compiling and attaching takes ~2 s; a loaded machine more
 TRACEFS = Path("/sys/kernel/tracing/available_events")
+BPF_STATS = Path("/proc/sys/kernel/bpf_stats_enabled")
 # Tracing costs SLOBops/s (bench/ebpf_cost.py: 8-12 % on the 2-vCPU test VM), so a run
 # traces only when asked; run.json says so in each traced layer's reason.
 NOT_ASKED = "not traced: TRACE_LAYERS is off (--trace-layers on; tracing costs throughput)"
 SYS_CLASS_BLOCK = Path("/sys/class/block")
 MINORBITS = 20  # the kernel's dev_t in tracepoints: major << 20 | minor
 _MARKER = "openslob_end"
-_ENTRY = re.compile(r"^@(h|b|n)\[(\d+)(?:, (\d+))?\]: (\d+)$")
+_ENTRY = re.compile(r"^@(h|s|u)\[(\d+)\]: (\d+)$")
+SECTOR_BYTES = 512
 
 
 def bucket_code(value: str = "$us", out: str = "$idx") -> str:
@@ -112,14 +131,34 @@ def device_numbers(devices: Sequence[str]) -> list[int]:
     return numbers
 
 
-def script(pid: int, devs: Sequence[int], every_ms: int = PRINT_EVERY_MS) -> str:
-    """The bpftrace program for one server pid and its data devices."""
+def device_code(devs: Sequence[int]) -> str:
+    """bpftrace statements setting $d to the device's number in `devs` (1, 2, ...; 0: not
+    one of them): the in-flight key holds it under the sector, so it must stay small."""
+    lines = ["  $d = 0;"]
+    for number, dev in enumerate(devs[: DEVICES_MAX - 1], start=1):
+        branch = "if" if number == 1 else "else if"
+        lines.append(f"  {branch} (args->dev == {int(dev)}) {{ $d = {number}; }}")
+    return "\n".join(lines)
+
+
+def script(pid: int, devs: Sequence[int], client_pid: int, every_ms: int = PRINT_EVERY_MS) -> str:
+    """The bpftrace program for one server pid and its data devices; `client_pid` asks for
+    its prints (`Tracer.ask`)."""
+    assert SLOTS <= KEY_STRIDE
     text = resources.files("openslob").joinpath("data/ebpf.bt").read_text()
-    filt = " || ".join(f"args->dev == {d}" for d in devs) or "0"
     return (
         text.replace("@@BUCKET@@", bucket_code())
         .replace("@@PID@@", str(int(pid)))
-        .replace("@@DEVS@@", filt)
+        .replace("@@DEVICE@@", device_code(devs))
+        .replace("@@DEVICES_MAX@@", str(DEVICES_MAX))
+        .replace("@@STRIDE@@", str(KEY_STRIDE))
+        .replace("@@SLOT_MASK@@", hex((1 << SLOT_BITS) - 1))
+        .replace("@@SLOT_SHIFT@@", str(64 - SLOT_BITS))
+        .replace("@@HASH_MUL@@", hex(HASH_MUL))
+        .replace("@@CHECK_MASK@@", hex((1 << CHECK_BITS) - 1))
+        .replace("@@CHECK_BITS@@", str(CHECK_BITS))
+        .replace("@@CLIENT@@", str(int(client_pid)))
+        .replace("@@ASK@@", str(ASK_PID))
         .replace("@@EVERY_MS@@", str(int(every_ms)))
     )
 
@@ -170,25 +209,32 @@ class Cumulative:
 
 
 def parse_print(lines: Sequence[str]) -> Cumulative:
-    """A print's lines (`@h[layer, bucket]: count`, `@b[layer]: bytes`, `@n[layer]:
-    completions`) as a Cumulative;
-    lines of anything else (blank lines, bpftrace's notes) are skipped."""
+    """A print's lines (`@h[layer * KEY_STRIDE + bucket]: count` of the timed calls,
+    `@s[layer]: sectors` and `@u[layer]: count` of the device layers' completions: all of
+    them and those not timed) as a Cumulative; lines of anything else (blank lines,
+    bpftrace's notes) are skipped."""
     out = Cumulative()
+    untimed: dict[str, int] = {}
     for line in lines:
         match = _ENTRY.match(line.strip())
         if match is None:
             continue
-        kind, layer_text, idx, value = match.groups()
-        layer_id = int(layer_text)
+        kind, key_text, value_text = match.groups()
+        key, value = int(key_text), int(value_text)
+        layer_id, idx = divmod(key, KEY_STRIDE) if kind == "h" else (key, 0)
         if layer_id >= len(TRACED_LAYERS):
             continue
         layer = TRACED_LAYERS[layer_id]
-        if kind == "h" and idx is not None:
-            out.hists.setdefault(layer, Histogram()).counts[int(idx)] = int(value)
-        elif kind == "b":
-            out.bytes[layer] = int(value)
-        elif kind == "n":
-            out.completed[layer] = int(value)
+        if kind == "h":
+            out.hists.setdefault(layer, Histogram()).counts[idx] = value
+        elif kind == "s":
+            out.bytes[layer] = value * SECTOR_BYTES
+        else:
+            untimed[layer] = value
+    for layer in TRACED_LAYERS:
+        if layer.startswith("device_") and (layer in out.hists or layer in untimed):
+            timed = out.hists[layer].count if layer in out.hists else 0
+            out.completed[layer] = timed + untimed.get(layer, 0)
     return out
 
 
@@ -197,11 +243,12 @@ class Tracer:
     (the latest complete cumulative print), `stop`."""
 
     def __init__(self, pid: int, devices: Sequence[str]) -> None:
-        self.text = script(pid, device_numbers(devices))
+        self.text = script(pid, device_numbers(devices), os.getpid())
         self._proc: subprocess.Popen[str] | None = None
         self._prints: deque[tuple[float, Cumulative]] = deque(maxlen=KEEP_PRINTS)
         self._first = threading.Event()
         self._errors: list[str] = []
+        self._started = time.monotonic()
         self.prints = 0
 
     def start(self) -> str | None:
@@ -240,6 +287,8 @@ class Tracer:
                 # moment is its arrival (within the pipe's latency)
                 self._prints.append((time.time(), parse_print(lines)))
                 self.prints += 1
+                if not self._first.is_set():  # attached: the probes run from here
+                    self._started = time.monotonic()
                 self._first.set()
                 lines = []
             else:
@@ -251,21 +300,28 @@ class Tracer:
             self._errors.append(line.strip())
             del self._errors[:-20]
 
+    def ask(self) -> None:
+        """Ask the kernel for a print now (the script's getsid probe: a call that fails)."""
+        with contextlib.suppress(OSError):
+            os.getsid(ASK_PID)
+
     def snapshot(self) -> Cumulative:
         """The latest print."""
         return self._prints[-1][1] if self._prints else Cumulative()
 
     def at(self, moment: float) -> Cumulative:
-        """The print nearest `moment` (epoch s): waits for the next print when the
-        latest is older than the moment (at most two print periods)."""
+        """The print nearest `moment` (epoch s): when the latest is older than the moment,
+        asks for one and waits for it (at most two print periods)."""
         deadline = time.monotonic() + 2 * PRINT_EVERY_MS / 1000
+        if not self._prints or self._prints[-1][0] < moment:
+            self.ask()  # a moment no boundary asked at (the window's early end): now
         while (
             self._proc is not None
             and self._proc.poll() is None
             and (not self._prints or self._prints[-1][0] < moment)
             and time.monotonic() < deadline
         ):
-            time.sleep(PRINT_EVERY_MS / 4000)
+            time.sleep(0.01)
         prints = list(self._prints)
         if not prints:
             return Cumulative()
@@ -275,6 +331,21 @@ class Tracer:
         """Probe runs the kernel skipped so far (its recursion guard: a probe firing, e.g.
         a completion interrupt, on a CPU already running one of these programs), summed
         over the programs (/proc/PID/fdinfo's recursion_misses); None when unreadable."""
+        return self._programs_sum("recursion_misses")
+
+    def probes_cpu_s(self) -> float | None:
+        """CPU seconds the probe programs ran so far, when the kernel counts it
+        (kernel.bpf_stats_enabled = 1: bench/ebpf_cost.py --bpf_stats 1); else None."""
+        try:
+            if BPF_STATS.read_text().strip() != "1":
+                return None
+        except OSError:
+            return None
+        total_ns = self._programs_sum("run_time_ns")
+        return None if total_ns is None else total_ns / 1e9
+
+    def _programs_sum(self, name: str) -> int | None:
+        """A counter of /proc/PID/fdinfo summed over bpftrace's programs (None: unreadable)."""
         proc = self._proc
         if proc is None or proc.poll() is not None:
             return None
@@ -287,7 +358,7 @@ class Tracer:
                 except OSError:
                     continue
                 for line in text.splitlines():
-                    if line.startswith("recursion_misses:"):
+                    if line.startswith(f"{name}:"):
                         total, seen = total + int(line.split()[1]), True
         except OSError:
             return None
@@ -317,8 +388,11 @@ class Tracer:
         )
 
     def note(self) -> str:
-        cpu = self.cpu_s()
+        cpu, probes = self.cpu_s(), self.probes_cpu_s()
         used = "" if cpu is None else f", {cpu:.2f} s of CPU"
+        if probes is not None:
+            elapsed = time.monotonic() - self._started
+            used += f"; its probes {probes:.3f} s of CPU in {elapsed:.1f} s"
         return f"latency layers traced in the kernel by bpftrace ({self.prints} prints{used})"
 
     def stop(self) -> None:
@@ -348,9 +422,11 @@ class LayerSeries:
         self.window_intervals = 0
 
     def mark(self) -> None:
+        self.tracer.ask()
         self._prev, self._prev_at, self._boundaries = None, time.time(), {}
 
     def boundary(self, index: int) -> None:
+        self.tracer.ask()
         self._boundaries[index] = time.time()
 
     def interval(self, index: int, in_window: bool, at: float | None = None) -> Cumulative:

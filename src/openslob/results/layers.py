@@ -12,9 +12,10 @@ Reconciliation: the traced calls per second against the counter that counts the 
 (the engine's physical reads: pg_stat_io / InnoDB data reads; /proc/diskstats reads and
 writes completed: the device layers count every completion, and `timed_pct` says how many
 of them were timed, i.e. their issue was seen under the same dev+sector). The two count
-over slightly different spans (a reading is the kernel's print nearest the moment: up to
-PRINT_EVERY_MS / 2 away), so they agree within RECONCILE_BOUND_PCT, measured on this
-project's runs (README); beyond it the run warns.
+over slightly different spans (a reading is the kernel's print asked for at the boundary, a
+few ms after it; an early end of the window: the print nearest it, up to PRINT_EVERY_MS / 2
+away), so they agree within RECONCILE_BOUND_PCT, measured on this project's runs (README);
+beyond it the run warns.
 """
 
 from __future__ import annotations
@@ -144,7 +145,8 @@ def latency_layers(
                     f"{check['counted_by']} ({counted:,.1f}/s) differ by {diff:+.1f} %, beyond the "
                     f"{RECONCILE_BOUND_PCT[layer]:g} % they agree within"
                 )
-        if traced is not None and layer.startswith("device_") and hist is not None and hist.count:
-            entry["mean_request_bytes"] = round(traced.bytes.get(layer, 0) / hist.count)
+        done = None if traced is None else traced.completed.get(layer)
+        if traced is not None and device and done:  # bytes: of every completion
+            entry["mean_request_bytes"] = round(traced.bytes.get(layer, 0) / done)
         layers[layer] = entry
     return layers, warnings
