@@ -65,8 +65,14 @@ DECLARE
     scale       bigint  := (p_conf->>'scale')::bigint;
     heavy       boolean := (p_conf->>'heavy')::boolean;
     loops       bigint  := coalesce((p_conf->>'loops')::bigint, 0);
+    bounded     boolean := coalesce((p_conf->>'loops')::bigint, 0) > 0;
     op_base     bigint  := coalesce((p_conf->>'op_base')::bigint, 0);
     until_e     float8  := (p_conf->>'until_epoch')::float8;
+    interval_s  float8  := (p_conf->>'interval_s')::float8;
+    carry       boolean := coalesce((p_conf->>'carry')::boolean, false);
+    kept        jsonb;
+    nxt         jsonb;
+    ival        bigint;
     start_e     float8  := (p_conf->>'start_epoch')::float8;
     record      boolean := (p_conf->>'record')::boolean;
     hot_freq    bigint  := (p_conf->>'hot_schema_frequency')::bigint;
@@ -102,6 +108,18 @@ BEGIN
     IF p_conf ? 'seed' THEN
         PERFORM setseed((p_conf->>'seed')::float8);
     END IF;
+    IF carry THEN
+        -- A phase's later CALLs were sent before the previous one ended (pipelined): what
+        -- they carry on from is the session's, kept in the server by the previous CALL.
+        kept := nullif(current_setting('{next_setting}', true), '')::jsonb;
+        op_base := coalesce((kept->>'op_base')::bigint, op_base);
+        op := op_base;
+        sched := (kept->>'next_start')::float8;
+        IF kept->>'loops_left' IS NOT NULL THEN
+            loops := (kept->>'loops_left')::bigint;
+            bounded := true;
+        END IF;
+    END IF;
     -- The barrier: every session starts its first op at the same instant.
     pause := start_e - date_part('epoch', clock_timestamp());
     IF pause > 0 THEN
@@ -109,6 +127,14 @@ BEGIN
     END IF;
     began := date_part('epoch', clock_timestamp());
     opened := began;
+    IF interval_s IS NOT NULL THEN
+        -- The sampling interval this CALL runs in, and its end (runner/intervals.py's
+        -- Schedule): the one `began` falls in, a boundary belonging to the interval it starts.
+        ival := greatest(floor((began - start_e) / interval_s + 1e-9)::bigint + 1, 1);
+        IF until_e IS NULL OR start_e + ival * interval_s < until_e THEN
+            until_e := start_e + ival * interval_s;
+        END IF;
+    END IF;
     timed := record OR paced;  -- a paced warm-up times its ops too: Little's law needs them
     IF paced THEN
         h_isel := array_fill(0, ARRAY[{slots}]);
@@ -121,7 +147,7 @@ BEGIN
     END IF;
     LOOP
         -- WORK_LOOP's ops, and the interval's end: whichever comes first.
-        EXIT WHEN loops > 0 AND op - op_base >= loops;
+        EXIT WHEN bounded AND op - op_base >= loops;
         IF paced THEN
             -- The next op is due at `sched`: one due after the interval is the next CALL's.
             EXIT WHEN until_e IS NOT NULL AND sched >= until_e;
@@ -263,6 +289,10 @@ BEGIN
     IF paced THEN  -- due before the interval's end but not started: the schedule's backlog
         behind := greatest(least(ended, coalesce(until_e, ended)) - sched, 0);
     END IF;
+    -- What the session's next CALL carries on from, kept in the server for a pipelined one.
+    nxt := jsonb_build_object(
+        {next});
+    PERFORM set_config('{next_setting}', nxt::text, false);
     {flush}
     -- The histograms as {{"idx": count}} of their non-empty buckets, all three in one pass
     -- over the slots: this runs once per CALL, i.e. per session per interval (0.23 ms
@@ -311,6 +341,8 @@ def procedure_ddl(
         late10=sql.SQL(str(LATE_10MS_US)),
         result=sql.SQL(pair_list(result_pairs(RESULT_SQL), indent=8)),
         flush=sql.SQL(_flush(server_version)),
+        next=sql.SQL(pair_list(next_pairs(NEXT_SQL), indent=8)),
+        next_setting=sql.SQL(NEXT_SETTING),
     )
 
 
@@ -339,9 +371,8 @@ RESULT_SQL: dict[str, str | None] = {
     # Transactions of our own in the window: the snapshot releases and the CALL's last
     # transaction, which ends with it (the update COMMITs are the workload's).
     R.own_commits.key: "n_release + 1",
-    R.next.key: "jsonb_build_object("
-    + pair_list(next_pairs({P.op_base.key: "op", P.next_start.key: "sched"}), 0).replace("\n", " ")
-    + ")",
+    R.next.key: "nxt",
+    R.interval.key: "ival",
     R.busy_us.key: "busy_us",
     R.behind_s.key: "behind",
     R.late_1ms.key: "CASE WHEN paced AND record THEN late1 END",
@@ -357,6 +388,14 @@ RESULT_SQL: dict[str, str | None] = {
     R.hist_update_intended.key: _sparse("h_iupd"),
     R.hist_scan_intended.key: _sparse("h_iscan"),
 }
+# The result's `next` (NEXT_SETTING keeps it in the server too).
+NEXT_SQL = {
+    P.op_base.key: "op",
+    P.next_start.key: "sched",
+    P.loops_left.key: "CASE WHEN bounded THEN greatest(loops - (op - op_base), 0) END",
+}
+# A session's custom setting: what its next CALL carries on from (the `carry` conf key).
+NEXT_SETTING = "openslob.next"
 # Conf keys this loop does not read, and why.
 PARAMS_NOT_READ = {
     P.rng_state.key: "random() keeps its state in the backend between CALLs",
