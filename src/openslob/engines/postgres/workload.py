@@ -96,6 +96,8 @@ DECLARE
     h_sel   int[] := array_fill(0, ARRAY[{slots}]);
     h_upd   int[] := array_fill(0, ARRAY[{slots}]);
     h_scan  int[] := array_fill(0, ARRAY[{slots}]);
+    -- the buckets each histogram has used, in the order first used (the result reads these)
+    t_sel int[] := '{{}}'; t_upd int[] := '{{}}'; t_scan int[] := '{{}}';
     n_sel bigint := 0; n_upd bigint := 0; n_scan bigint := 0;
     n_hot bigint := 0; n_spot bigint := 0; n_think bigint := 0; think_s float8 := 0;
     rows_sel bigint := 0; rows_upd bigint := 0;
@@ -232,10 +234,13 @@ BEGIN
 {bucket}
                 IF kind = 0 THEN
                     h_sel[idx + 1] := h_sel[idx + 1] + 1;  n_sel := n_sel + 1;
+                    IF h_sel[idx + 1] = 1 THEN t_sel := t_sel || idx; END IF;
                 ELSIF kind = 1 THEN
                     h_upd[idx + 1] := h_upd[idx + 1] + 1;  n_upd := n_upd + 1;
+                    IF h_upd[idx + 1] = 1 THEN t_upd := t_upd || idx; END IF;
                 ELSE
                     h_scan[idx + 1] := h_scan[idx + 1] + 1;  n_scan := n_scan + 1;
+                    IF h_scan[idx + 1] = 1 THEN t_scan := t_scan || idx; END IF;
                 END IF;
             END IF;
             IF paced THEN
@@ -294,13 +299,13 @@ BEGIN
         {next});
     PERFORM set_config('{next_setting}', nxt::text, false);
     {flush}
-    -- The histograms as {{"idx": count}} of their non-empty buckets, all three in one pass
-    -- over the slots: this runs once per CALL, i.e. per session per interval (0.23 ms
-    -- against 0.47 ms for a pass per histogram, on this VM).
-    SELECT coalesce(jsonb_object_agg(i - 1, h_sel[i]) FILTER (WHERE h_sel[i] > 0), '{{}}'),
-           coalesce(jsonb_object_agg(i - 1, h_upd[i]) FILTER (WHERE h_upd[i] > 0), '{{}}'),
-           coalesce(jsonb_object_agg(i - 1, h_scan[i]) FILTER (WHERE h_scan[i] > 0), '{{}}')
-      INTO j_sel, j_upd, j_scan FROM generate_series(1, {slots}) i;
+    -- The histograms as {{"idx": count}} of their non-empty buckets, from the buckets each
+    -- has used: this runs once per CALL, i.e. per session per interval, and a pass over all
+    -- {slots} slots cost 0.25-0.6 ms of CPU a CALL (64 sessions: 1-4 % of the host's CPU).
+    SELECT coalesce((SELECT jsonb_object_agg(i, h_sel[i + 1]) FROM unnest(t_sel) i), '{{}}'),
+           coalesce((SELECT jsonb_object_agg(i, h_upd[i + 1]) FROM unnest(t_upd) i), '{{}}'),
+           coalesce((SELECT jsonb_object_agg(i, h_scan[i + 1]) FROM unnest(t_scan) i), '{{}}')
+      INTO j_sel, j_upd, j_scan;
     -- The result: RESULT_SQL, the fields model/loop.py declares.
     result := jsonb_build_object(
         {result});
