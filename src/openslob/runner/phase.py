@@ -114,7 +114,8 @@ class Calls:
                 self._returned(session, name, int(index), result, book, previous_end)
                 previous_end = result.get(LOOP_RESULT.ended_epoch.key)
                 left -= int(result.get(LOOP_RESULT.ops.key) or 0)
-                ahead = max(ahead, schedule.index_at(ended) if in_flight else int(index))
+                # the CALL running now began as this one ended (or none runs): its interval
+                ahead = schedule.index_at(ended) if in_flight else int(index)
                 if in_flight:  # the queued CALL began as this one ended
                     book.starting(session.id, ended)
                 book.close_ready()

@@ -203,13 +203,14 @@ BEGIN
             LEAVE work;
         END IF;
         IF v_paced THEN
-            -- The next op is due at v_sched: one due after the interval is the next CALL's.
-            IF v_until IS NOT NULL AND v_sched >= v_until THEN
-                LEAVE work;
-            END IF;
-            SET v_pause = v_sched - UNIX_TIMESTAMP(SYSDATE(6));
+            -- The next op is due at v_sched: one due after the interval is the next CALL's,
+            -- and this one waits for the interval's end (the next is queued behind it).
+            SET v_pause = LEAST(v_sched, COALESCE(v_until, v_sched)) - UNIX_TIMESTAMP(SYSDATE(6));
             IF v_pause > 0 THEN  -- outside any transaction: no read view is held
                 {sleep}
+            END IF;
+            IF v_until IS NOT NULL AND v_sched >= v_until THEN
+                LEAVE work;
             END IF;
         END IF;
         SET v_now = UNIX_TIMESTAMP(SYSDATE(6));

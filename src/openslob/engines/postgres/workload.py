@@ -88,6 +88,7 @@ DECLARE
     paced       boolean := coalesce((p_conf->>'rate')::float8, 0) > 0;
     uniform     boolean := p_conf->>'rate_dist' = 'UNIFORM';
     sched       float8  := (p_conf->>'next_start')::float8;
+    wake        float8;
     nap_s       float8  := coalesce((p_conf->>'nap_s')::float8, 0.05);
     timed       boolean;
     intended float8; lag bigint; max_lag bigint; late1 bigint := 0; late10 bigint := 0;
@@ -151,13 +152,14 @@ BEGIN
         -- WORK_LOOP's ops, and the interval's end: whichever comes first.
         EXIT WHEN bounded AND op - op_base >= loops;
         IF paced THEN
-            -- The next op is due at `sched`: one due after the interval is the next CALL's.
-            EXIT WHEN until_e IS NOT NULL AND sched >= until_e;
+            -- The next op is due at `sched`: one due after the interval is the next CALL's,
+            -- and this one waits for the interval's end (the next is queued behind it).
+            wake := least(sched, coalesce(until_e, sched));
             now_e := date_part('epoch', clock_timestamp());
-            WHILE sched > now_e LOOP
+            WHILE wake > now_e LOOP
                 -- A sleep holds a snapshot (it is a statement): nap_s at most, then the
                 -- transaction ends as a read's does (counted; taken out of the commits).
-                PERFORM pg_sleep(least(sched - now_e, nap_s));
+                PERFORM pg_sleep(least(wake - now_e, nap_s));
                 now_e := date_part('epoch', clock_timestamp());
                 IF now_e - opened >= release_s THEN
                     COMMIT;
@@ -165,6 +167,7 @@ BEGIN
                     opened := now_e;
                 END IF;
             END LOOP;
+            EXIT WHEN until_e IS NOT NULL AND sched >= until_e;
         END IF;
         EXIT WHEN until_e IS NOT NULL AND date_part('epoch', clock_timestamp()) >= until_e;
         IF paced THEN
