@@ -7,6 +7,12 @@ exactly these keys (tests/unit/test_loop_contract.py checks both engines). Addin
 one line here: the test then fails for every engine that neither provides it nor says why
 it leaves it out.
 
+A phase's CALLs are pipelined (runner/phase.py): the next is sent while one runs, so it
+cannot carry on from that one's result. The loop therefore cuts its own CALL at the next
+boundary start_epoch + k x interval_s (returning `interval` = k), and keeps its `next` in
+the session (each engine's setting or variable) for a CALL sent with `carry`; the phase's
+first CALL takes `next` from the previous phase's last result instead.
+
 Each field says its Python type, its SQL type (SqlType: each engine spells it), and:
 - a parameter, the value the loop takes when the conf leaves it out (None: none), and where
   the conf gets it (`Source`);
