@@ -1,21 +1,18 @@
 """One phase of a run (warm-up or window): every session's CALLs, cut into intervals.
 
 Each session runs CALL after CALL, one per sampling interval (runner/intervals.py), until
-the phase's end or its WORK_LOOP ops. The CALLs are pipelined: the next one is sent while
-the running one works, and waits in the server, which starts it the moment the running one
-ends. So no session stops its loop for this client between intervals, however busy the
-client is (a round trip and the client's turn on the CPU cost 12 % of a session's time at
-64 sessions on 2 vCPUs when each CALL was sent after the previous answer). What a session's
-next CALL continues from (its RATE schedule, its random stream, WORK_LOOP's count) the loop
-keeps in the server for the queued CALL, and returns in `next`, from which the next phase's
-first CALL continues. Intervals every session has covered go to the sampler as they close;
+the phase's end or its WORK_LOOP ops. The CALLs are pipelined (runner/pipeline.py): the next
+waits in the server and starts the moment the running one ends, so no loop waits for this
+client between intervals (12 % of a session's time at 64 sessions on 2 vCPUs when each CALL
+was sent after the previous answer). What the next CALL continues from (RATE schedule, random
+stream, WORK_LOOP's count) the loop keeps in the server, and returns in `next` for the next
+phase's first CALL. Intervals every session has covered go to the sampler as they close;
 the phase's last one is closed by the timeline, with the snapshots that end the phase.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import Any
 
@@ -28,13 +25,13 @@ from openslob.results.record import RunRecord
 from openslob.runner import clocks
 from openslob.runner.intervals import IntervalBook, Schedule, merge_results
 from openslob.runner.loopconf import loop_conf
+from openslob.runner.pipeline import QUEUED, drain, past
 from openslob.runner.prepare import Notice
 from openslob.runner.record import RunInstance, first_line
 from openslob.runner.sampler import Sampler
 from openslob.runner.stopping import Stopping
 
 Session = Any  # an engine's work session (RunBackend.open_session)
-DRAIN_ROUNDS, DRAIN_WAIT_S = 20, 0.25  # how a stopped session's queued CALL is cancelled
 
 
 class Calls:
@@ -94,8 +91,8 @@ class Calls:
             book.starting(session.id, time.time())
             book.close_ready()
             while True:
-                more = (left > 0 or not loops) and not _past(schedule, ahead)
-                if in_flight < 2 and more and not self.stopping.is_set():
+                more = (left > 0 or not loops) and not past(schedule, ahead)
+                if in_flight <= QUEUED and more and not self.stopping.is_set():
                     await backend.send(session, self._conf(session, name, schedule, left))
                     now = max(time.time(), schedule.start)
                     ahead = ahead + 1 if in_flight else schedule.index_at(now)
@@ -108,14 +105,16 @@ class Calls:
                 result = clocks.to_client(await backend.receive(session), offset)
                 index = result.get(LOOP_RESULT.interval.key)
                 ended = float(result.get(LOOP_RESULT.ended_epoch.key) or time.time())
-                if (loops and left <= 0) or index is None or _past(schedule, int(index) - 1):
-                    self._after_phase(outcome, name, result, book)  # a CALL with no work left
+                if (loops and left <= 0) or index is None or past(schedule, int(index) - 1):
+                    if name == Phase.WINDOW:  # queued, it began with nothing left to do
+                        own = int(result.get(LOOP_RESULT.own_commits.key) or 0)
+                        self._own_commits(outcome, book, own)
                     continue
                 self._returned(session, name, int(index), result, book, previous_end)
                 previous_end = result.get(LOOP_RESULT.ended_epoch.key)
                 left -= int(result.get(LOOP_RESULT.ops.key) or 0)
-                # the CALL running now began as this one ended (or none runs): its interval
-                ahead = schedule.index_at(ended) if in_flight else int(index)
+                # the CALL running now began as this one ended; the queued ones follow it
+                ahead = schedule.index_at(ended) + in_flight - 1 if in_flight else int(index)
                 if in_flight:  # the queued CALL began as this one ended
                     book.starting(session.id, ended)
                 book.close_ready()
@@ -126,13 +125,12 @@ class Calls:
                     RunStatus.FAILED, f"session {session.id} ({session.schema}): {outcome.error}"
                 )
         finally:  # also after a cancel: the interrupted window's counts are published
-            await self._drain(backend, session, in_flight)
+            await drain(backend, session, in_flight)
             book.finished(session.id)
             if not self.stopping.is_set():
                 book.close_ready()  # what waited for this session alone
             if await backend.publish_stats(session) and name == Phase.WINDOW:
-                self.instances[outcome.instance].record.own_commits += 1
-                book.own_commit(outcome.instance)
+                self._own_commits(outcome, book, 1)
 
     def _conf(self, session: Session, name: str, schedule: Schedule, left: int) -> dict[str, Any]:
         """The conf of the session's next CALL, in the server's clock. The phase's first
@@ -178,39 +176,12 @@ class Calls:
             self.instances[outcome.instance].record.own_commits += own
             outcome.add_call(result, previous_end)
 
-    def _after_phase(
-        self, outcome: Any, name: str, result: dict[str, Any], book: IntervalBook
-    ) -> None:
-        """A CALL queued while the phase still needed it that found nothing left to do (it
-        began after the phase's end, or after WORK_LOOP's last op): no op, but its own
-        transaction is one of the window's commits, counted like a statistics flush."""
-        if name != Phase.WINDOW:
-            return
-        for _ in range(int(result.get(LOOP_RESULT.own_commits.key) or 0)):
+    def _own_commits(self, outcome: Any, book: IntervalBook, count: int) -> None:
+        """Transactions of ours after the session's last op (a statistics flush; a queued
+        CALL that found nothing left to do): the window's, in its last interval."""
+        for _ in range(count):
             self.instances[outcome.instance].record.own_commits += 1
             book.own_commit(outcome.instance)
-
-    async def _drain(self, backend: Any, session: Session, in_flight: int) -> None:
-        """The CALLs still in flight after a stop or a failure, cancelled until each has
-        answered: a cancel that reaches the server before the queued CALL has started is
-        lost, so it is repeated (at most DRAIN_ROUNDS times: a dead server answers none)."""
-        for _ in range(in_flight):
-            answer = asyncio.ensure_future(backend.receive(session))
-            for _ in range(DRAIN_ROUNDS):
-                if answer.done():
-                    break
-                await backend.cancel(session)
-                await asyncio.wait({answer}, timeout=DRAIN_WAIT_S)
-            if not answer.done():
-                answer.cancel()
-                return
-            with contextlib.suppress(Exception):
-                answer.result()
-
-
-def _past(schedule: Schedule, index: int) -> bool:
-    """Interval `index` is the phase's last one, or later (never, without a planned end)."""
-    return schedule.end is not None and index >= schedule.last_index()
 
 
 def check_rate(config: Config, record: RunRecord, notice: Notice) -> None:
