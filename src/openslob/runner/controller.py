@@ -168,7 +168,9 @@ class RunController:
         schedule = stopping.window = Schedule(window_start, planned_end, step)
         window = asyncio.ensure_future(calls.phase(Phase.WINDOW, schedule, loops))
         await stopping.sleep_until(window_start)
-        snapshots.host("host_before")
+        # in a thread: walking /proc for every server process takes seconds on a saturated
+        # host, while the event loop must keep reading results (the CALLs queued run out)
+        await asyncio.to_thread(snapshots.host, "host_before")
         sampler.phase(Phase.WINDOW, schedule, *snapshots.before().values())
         await stopping.wait_any(asyncio.shield(window))
         if stopping.is_set():
@@ -177,7 +179,7 @@ class RunController:
         else:
             record.window_end = time.time()
         await asyncio.to_thread(sampler.caught_up)  # earlier rows read before "after"
-        snapshots.host("host_after")
+        await asyncio.to_thread(snapshots.host, "host_after")
         await snapshots.finish_waits(waits)
         ends = [o.window[LOOP_RESULT.ended_epoch.key] for o in record.sessions if o.window]
         record.last_op_end = max(ends) if ends else None

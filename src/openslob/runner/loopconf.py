@@ -9,7 +9,6 @@ from typing import Any
 
 from openslob.config.resolve import Config
 from openslob.model.loop import LoopParams
-from openslob.model.plan import session_schemas
 from openslob.model.rate import session_rate, uniform_offset
 
 EXTERNAL_SCRIPT_TIMEOUT_S = 300
@@ -40,7 +39,7 @@ def loop_params(
     `rows_per_mb`: the instance's EnginePlugin.rows_per_mb (the hotspot's keys)."""
     p = config.p
     scale, work_unit = p.scale, p.work_unit
-    sessions = len(session_schemas(config))
+    sessions = p.session_count  # (not len(session_schemas): that is O(sessions) per CALL)
     first = p.hotspot_offset_mb * rows_per_mb + work_unit
     last = min(first + p.hotspot_mb * rows_per_mb - 1, scale)
     return LoopParams(
