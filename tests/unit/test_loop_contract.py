@@ -53,9 +53,15 @@ def _read_keys(ddl: str, pattern: str) -> set[str]:
     return set(re.findall(pattern, ddl))
 
 
+# A key is read from the conf, or (a `next` key of a CALL sent with `carry`) from what the
+# previous CALL kept in the server: PostgreSQL's `kept` setting, MariaDB's user variable.
 ENGINES = {
-    "postgres": (postgres_loop, _postgres_ddl, r"p_conf\s*(?:->>|\?)\s*'(\w+)'"),
-    "mariadb": (mariadb_loop, _mariadb_ddl, r"JSON_VALUE\(p_conf, '\$\.(\w+)'\)"),
+    "postgres": (postgres_loop, _postgres_ddl, r"(?:p_conf|kept)\s*(?:->>|\?)\s*'(\w+)'"),
+    "mariadb": (
+        mariadb_loop,
+        _mariadb_ddl,
+        r"JSON_(?:VALUE|EXTRACT)\((?:p_conf|@openslob_next), '\$\.(\w+)'\)",
+    ),
 }
 
 
@@ -114,8 +120,9 @@ def test_the_epilogue_builds_every_declared_result_field(engine: str) -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_next_carries_what_the_prologue_reads_back(engine: str) -> None:
     module, ddl, pattern = ENGINES[engine]
-    next_sql = module.RESULT_SQL[LOOP_RESULT.next.key]
-    carried = set(re.findall(r"'(\w+)', ", next_sql))
+    # the result's `next` is what the loop also keeps in the server (NEXT_SQL, one object)
+    carried = set(module.NEXT_SQL)
+    assert all(f"'{key}', {expr}" in ddl() for key, expr in module.NEXT_SQL.items())
     assert carried <= set(NEXT_KEYS)
     assert carried == set(NEXT_KEYS) - set(module.PARAMS_NOT_READ)
     assert carried <= _read_keys(ddl(), pattern)

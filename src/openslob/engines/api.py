@@ -295,8 +295,17 @@ class RunBackend(Protocol):
     async def open_session(self, session_id: int, schema: str) -> Session: ...
 
     async def call(self, session: Session, conf: dict[str, Any]) -> dict[str, Any]:
-        """The session's CALL of its loop for one sampling interval; the loop's JSON result
-        (counts, histograms, `own_commits`, and `next`: what the next CALL continues from)."""
+        """One CALL of the session's loop and its JSON result (send, then receive)."""
+
+    async def send(self, session: Session, conf: dict[str, Any]) -> None:
+        """Send a CALL of the session's loop without waiting for the one running: the
+        server starts it the moment that one ends (the run keeps one queued, so no session
+        waits for the client between intervals). Each CALL is its own transaction."""
+
+    async def receive(self, session: Session) -> dict[str, Any]:
+        """The JSON result of the session's oldest CALL in flight (counts, histograms,
+        `own_commits`, `interval`, and `next`: what the next CALL continues from, which the
+        loop also keeps in the server for a CALL sent with `carry`)."""
 
     async def publish_stats(self, session: Session) -> bool:
         """Make the session publish its statistics; True when that ran one transaction."""
@@ -429,7 +438,7 @@ class Target:
 # The version of this interface. A plug-in states the version it was written for
 # (EnginePlugin.api_version, set in its own class); registry.py refuses one that differs,
 # in one line. Bump it when a role gains, loses or changes a member.
-ENGINE_API_VERSION = 2
+ENGINE_API_VERSION = 3
 
 
 class EngineAPIError(OpenslobError):

@@ -243,6 +243,11 @@ class CliffSummary:
 class CliffWatch:
     """Judges each closed window interval's row; see the module docstring."""
 
+    @classmethod
+    def of(cls, rule: CliffRule) -> CliffWatch | None:
+        """The run's live judge of `rule`; None when the rule checks nothing (CLIFF off)."""
+        return cls(rule) if rule.checks else None
+
     def __init__(self, rule: CliffRule) -> None:
         self.rule = rule
         self.tracks = [_Track(c, deque(maxlen=rule.window)) for c in rule.checks]

@@ -7,6 +7,12 @@ exactly these keys (tests/unit/test_loop_contract.py checks both engines). Addin
 one line here: the test then fails for every engine that neither provides it nor says why
 it leaves it out.
 
+A phase's CALLs are pipelined (runner/phase.py): the next is sent while one runs, so it
+cannot carry on from that one's result. The loop therefore cuts its own CALL at the next
+boundary start_epoch + k x interval_s (returning `interval` = k), and keeps its `next` in
+the session (each engine's setting or variable) for a CALL sent with `carry`; the phase's
+first CALL takes `next` from the previous phase's last result instead.
+
 Each field says its Python type, its SQL type (SqlType: each engine spells it), and:
 - a parameter, the value the loop takes when the conf leaves it out (None: none), and where
   the conf gets it (`Source`);
@@ -80,7 +86,16 @@ class _Params:
     scale = Param("scale", int, SqlType.BIGINT, None, doc="rows per schema")
     heavy = Param("heavy", bool, SqlType.BOOLEAN, None, doc="REDO_STRESS=HEAVY")
     loops = Param("loops", int, SqlType.BIGINT, 0, doc="ops left (0: until until_epoch)")
-    until_epoch = Param("until_epoch", float, SqlType.FLOAT, None, doc="the interval's end")
+    until_epoch = Param(
+        "until_epoch",
+        float,
+        SqlType.FLOAT,
+        None,
+        doc="the phase's end (the CALL's without interval_s)",
+    )
+    interval_s = Param(
+        "interval_s", float, SqlType.FLOAT, None, doc="the CALL ends at start + k x interval_s"
+    )
     start_epoch = Param("start_epoch", float, SqlType.FLOAT, None, doc="the barrier")
     record = Param("record", bool, SqlType.BOOLEAN, None, doc="the window: ops are timed")
     hot_schema_frequency = Param("hot_schema_frequency", int, SqlType.BIGINT, 0)
@@ -96,9 +111,13 @@ class _Params:
     rate_offset = Param("rate_offset", float, SqlType.FLOAT, 0.0, doc="a UNIFORM start")
     nap_s = Param("nap_s", float, SqlType.FLOAT, 0.05, doc="longest sleep in one statement")
     seed = Param("seed", float, SqlType.FLOAT, None, doc="left out: no reseed")
+    carry = Param(
+        "carry", bool, SqlType.BOOLEAN, False, doc="the NEXT keys: the server's, not the conf's"
+    )
     op_base = Param("op_base", int, SqlType.BIGINT, 0, Source.NEXT, "ops before this CALL")
     next_start = Param("next_start", float, SqlType.FLOAT, None, Source.NEXT, "next due op")
     rng_state = Param("rng_state", int, SqlType.BIGINT, None, Source.NEXT, "a loop's RNG")
+    loops_left = Param("loops_left", int, SqlType.BIGINT, None, Source.NEXT, "WORK_LOOP's rest")
     guard_lock = Param("guard_lock", str, SqlType.TEXT, None, Source.GUARD, "lock name")
     guard_id = Param("guard_id", int, SqlType.BIGINT, None, Source.GUARD, "its holder")
 
@@ -122,6 +141,7 @@ class _Result:
     released = ResultField("released", int, SqlType.BIGINT, Merge.SUM, "snapshot releases")
     own_commits = ResultField("own_commits", int, SqlType.BIGINT, Merge.SUM, "not the load's")
     next = ResultField("next", dict, SqlType.JSON, Merge.PER_CALL, "the next CALL's conf")
+    interval = ResultField("interval", int, SqlType.BIGINT, Merge.PER_CALL, "k: ran until k's end")
     busy_us = ResultField("busy_us", int, SqlType.BIGINT, Merge.SUM, "paced: time in ops")
     behind_s = ResultField("behind_s", float, SqlType.FLOAT, Merge.LAST, "paced: backlog")
     late_1ms = ResultField("late_1ms", int, SqlType.BIGINT, Merge.SUM, "paced window")
@@ -183,6 +203,7 @@ class LoopParams:
     heavy: bool
     loops: int
     until_epoch: float | None
+    interval_s: float | None
     start_epoch: float
     record: bool
     hot_schema_frequency: int
@@ -198,6 +219,7 @@ class LoopParams:
     rate_offset: float
     nap_s: float
     seed: float | None = None  # left out of the JSON when None: the loop does not reseed
+    carry: bool = False  # a phase's CALLs after its first: the server keeps what they carry
 
     def to_json(self) -> dict[str, Any]:
         """The conf the loops read: every key, but `seed` only when there is one."""

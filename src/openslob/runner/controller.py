@@ -12,13 +12,13 @@ Timeline of one run (all sessions share it):
     window          until window_start + RUN_TIME, one CALL per session per interval
                     (runner/intervals.py); each closed interval is a row of the time series
     window_end      once every window CALL has returned: host "after", then DB "after"
-With WORK_LOOP > 0 the window ends when the last session has done its loops.
+With WORK_LOOP > 0 the window ends when the last session has done its loops. A CALL is
+queued behind each running one (pipelined: the loops never wait for this client).
 
 Interrupts, a dead server or a failed session stop the run early (runner/stopping.py): the
 CALLs in flight are cancelled and what was measured is kept. No backend of the run outlives
 it, not even a client killed outright: its loops end themselves (engines' guard modules).
-Who hears about the run as it goes (progress, sinks, notices, checkpoints) is one
-Observers object (runner/observers.py).
+Who hears about the run (progress, sinks, notices, checkpoints): runner/observers.py.
 """
 
 from __future__ import annotations
@@ -45,12 +45,6 @@ from openslob.runner.snapshots import Snapshots
 from openslob.runner.stopping import STOP_SIGNALS, Stopping
 
 Session = Any  # an engine's work session (RunBackend.open_session)
-
-
-def cliff_watch(config: Config) -> CliffWatch | None:
-    """The run's live cliff judge (model/cliff.py); None when CLIFF is off."""
-    rule = parse_rule(config.p.cliff, config.p.cliff_window)
-    return CliffWatch(rule) if rule.checks else None
 
 
 class RunController:
@@ -96,7 +90,7 @@ class RunController:
             observers.interval_sinks(),
             observers.checkpoint,
             self.layers,
-            cliff=cliff_watch(self.config),
+            cliff=CliffWatch.of(parse_rule(self.config.p.cliff, self.config.p.cliff_window)),
             notice=observers.notice,
         )
         try:
@@ -159,6 +153,7 @@ class RunController:
             if stopping.is_set():
                 return
             check_rate(config, record, self.observers.notice)
+            await asyncio.to_thread(sampler.caught_up)
             await snapshots.db("db_before")
             book.close_ready(through=book.started, attach=snapshots.before())
             await snapshots.clocks("clock")
@@ -173,7 +168,9 @@ class RunController:
         schedule = stopping.window = Schedule(window_start, planned_end, step)
         window = asyncio.ensure_future(calls.phase(Phase.WINDOW, schedule, loops))
         await stopping.sleep_until(window_start)
-        snapshots.host("host_before")
+        # in a thread: walking /proc for every server process takes seconds on a saturated
+        # host, while the event loop must keep reading results (the CALLs queued run out)
+        await asyncio.to_thread(snapshots.host, "host_before")
         sampler.phase(Phase.WINDOW, schedule, *snapshots.before().values())
         await stopping.wait_any(asyncio.shield(window))
         if stopping.is_set():
@@ -181,7 +178,8 @@ class RunController:
             record.window_end = min(stopped_at, schedule.end or stopped_at)
         else:
             record.window_end = time.time()
-        snapshots.host("host_after")
+        await asyncio.to_thread(sampler.caught_up)  # earlier rows read before "after"
+        await asyncio.to_thread(snapshots.host, "host_after")
         await snapshots.finish_waits(waits)
         ends = [o.window[LOOP_RESULT.ended_epoch.key] for o in record.sessions if o.window]
         record.last_op_end = max(ends) if ends else None

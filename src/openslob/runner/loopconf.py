@@ -9,7 +9,6 @@ from typing import Any
 
 from openslob.config.resolve import Config
 from openslob.model.loop import LoopParams
-from openslob.model.plan import session_schemas
 from openslob.model.rate import session_rate, uniform_offset
 
 EXTERNAL_SCRIPT_TIMEOUT_S = 300
@@ -33,12 +32,14 @@ def loop_params(
     seed: float | None,
     session_id: int = 0,
     rows_per_mb: int = (1 << 20) // 8192,
+    interval_s: float | None = None,
+    carry: bool = False,
 ) -> LoopParams:
     """The loop's parameters for one phase (the config's reads of the loop, all here).
     `rows_per_mb`: the instance's EnginePlugin.rows_per_mb (the hotspot's keys)."""
     p = config.p
     scale, work_unit = p.scale, p.work_unit
-    sessions = len(session_schemas(config))
+    sessions = p.session_count  # (not len(session_schemas): that is O(sessions) per CALL)
     first = p.hotspot_offset_mb * rows_per_mb + work_unit
     last = min(first + p.hotspot_mb * rows_per_mb - 1, scale)
     return LoopParams(
@@ -49,6 +50,7 @@ def loop_params(
         heavy=p.redo_stress == "HEAVY",
         loops=loops,
         until_epoch=until_epoch,
+        interval_s=interval_s,
         start_epoch=start_epoch,
         record=record,
         hot_schema_frequency=p.hot_schema_frequency,
@@ -65,6 +67,7 @@ def loop_params(
         rate_offset=uniform_offset(p.rate, sessions, session_id),
         nap_s=SCHEDULE_NAP_S,
         seed=seed,
+        carry=carry,
     )
 
 
@@ -78,6 +81,8 @@ def loop_conf(
     seed: float | None,
     session_id: int = 0,
     rows_per_mb: int = (1 << 20) // 8192,  # EnginePlugin.rows_per_mb of the instance
+    interval_s: float | None = None,
+    carry: bool = False,
 ) -> dict[str, Any]:
     """The conf JSON of loop_params (model/loop.py declares its keys)."""
     return loop_params(
@@ -89,6 +94,8 @@ def loop_conf(
         seed=seed,
         session_id=session_id,
         rows_per_mb=rows_per_mb,
+        interval_s=interval_s,
+        carry=carry,
     ).to_json()
 
 

@@ -30,6 +30,7 @@ WAIT_SAMPLE_HZ = 10
 # How often the window so far is saved as a provisional run.json (a kill -9 keeps it), unless
 # the checkpoint says otherwise (its `every_s`).
 CHECKPOINT_EVERY_S = 10.0
+SYNC_TIMEOUT_S = 2.0  # the longest a phase's end waits for the rows before its last
 # What receives each row: the time series file, the progress line, the exporters. A sink
 # may also have `begin(run)` (execute.begin_sinks: the run's name and engine, before the
 # run) and `flush()` (after its last row).
@@ -107,6 +108,16 @@ class Sampler(threading.Thread):
         "after" snapshots), else from counters read now / at its boundary."""
         self.inbox.put(("close", interval, db, hosts, end))
 
+    def caught_up(self, timeout: float = SYNC_TIMEOUT_S) -> bool:
+        """Wait until the thread has handled everything sent to it so far (False: it did
+        not within `timeout`, or it has stopped). The phase-ending snapshots are taken
+        after this: a row read late, after them, would end where the last row begins."""
+        if not self.is_alive():
+            return False
+        done = threading.Event()
+        self.inbox.put(("sync", done))
+        return done.wait(timeout)
+
     def finish(self, timeout: float) -> None:
         self.inbox.put(("stop",))
         self.join(timeout)
@@ -169,6 +180,8 @@ class Sampler(threading.Thread):
                     self.layers.mark()
             elif kind == "close":
                 self._row(*message[1:])
+            elif kind == "sync":
+                message[1].set()
 
     def _until_tick(self) -> float | None:
         """Seconds to the next boundary of the phase (None: no boundary left to wait for)."""

@@ -6,7 +6,8 @@ CALL and the timeline cancels the CALLs in flight, keeping what was measured. A 
 sends cancel requests and exits at once. A session error, a dead server or a lost monitoring
 connection ends the run as "failed". The first reason to stop is the one run.json keeps.
 A clean early end (end_window_early: steady state reached) moves the window's planned end
-to the running interval's boundary instead: nothing is cancelled, the run is complete.
+to the end of the QUEUED-th interval after the running one instead (CALLs are queued):
+nothing is cancelled, the run is complete.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from openslob.model.states import RunStatus
 from openslob.results.record import RunRecord
 from openslob.runner.intervals import Schedule
+from openslob.runner.pipeline import QUEUED
 from openslob.runner.record import RunInstance, first_line
 from openslob.runner.sampler import Sampler
 
@@ -81,19 +83,22 @@ class Stopping:
     # ------------------------------------------------------------- a clean early end
 
     def end_window_early(self, note: str) -> None:
-        """End the window cleanly at the running interval's boundary (the steady-state
-        watch, runner/steadysink.py): the CALLs return there, the last interval closes with
-        the "after" snapshots, the run stays complete, `note` says why. Thread-safe."""
+        """End the window cleanly QUEUED intervals after the running one (the steady-state
+        watch, runner/steadysink.py; CALLs may be queued for them): the CALLs return there,
+        the last interval closes with the "after" snapshots, the run stays complete, `note`
+        says why. Thread-safe."""
         if self.loop is not None:
             self.loop.call_soon_threadsafe(self._shorten_window, note)
 
     def _shorten_window(self, note: str) -> None:
-        # In the event loop: a CALL sent after this sees the new end; one sent before runs
-        # to a boundary no later than the interval running now (no CALL passes the new end).
+        # In the event loop: a CALL sent after this sees the new end. Ones sent before may
+        # be queued behind the running one (runner/pipeline.py), for the QUEUED intervals
+        # after the one running now, never later: the window ends at the last one's end, so
+        # no CALL passes the new end.
         schedule = self.window
         if schedule is None or self.is_set():
             return
-        end = schedule.boundary(schedule.index_at(time.time()))
+        end = schedule.boundary(schedule.index_at(time.time()) + QUEUED)
         if schedule.end is None or end < schedule.end:
             schedule.end = end
             self.record.window_end = end

@@ -146,7 +146,7 @@ class MariaDBWindow(WindowStats):
 
 
 class MariaDBPlugin(EnginePlugin):
-    api_version = 2  # the engines/api.py ENGINE_API_VERSION this plug-in is written for
+    api_version = 3  # the engines/api.py ENGINE_API_VERSION this plug-in is written for
     name = "mariadb"
     title = "MariaDB"
     private_target = "embedded-mariadb"

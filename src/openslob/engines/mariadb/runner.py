@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pymysql
+from pymysql.constants import COMMAND
 
 from openslob.engines.api import WaitSamples
 from openslob.engines.common.rows import one
@@ -37,6 +38,7 @@ class WorkSession:
     schema: str
     conn: pymysql.connections.Connection
     pid: int  # the server's thread (connection) id
+    in_flight: int = 0  # CALLs sent, their answers not yet read
 
 
 class Monitor:
@@ -126,18 +128,46 @@ class MariaDBRunBackend:
         return await self._run(self._open, session_id, schema)
 
     @staticmethod
-    def _call(session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:
-        with session.conn.cursor() as cur:
-            cur.execute(call_statement(session.schema), [json.dumps(conf)])
-            row = cur.fetchone()
-            while cur.nextset():  # the CALL's own status result
-                pass
+    def _send(session: WorkSession, conf: dict[str, Any]) -> None:
+        """COM_QUERY of the CALL, written behind the one running: the server reads it when
+        that one has ended (the protocol answers commands in order). PyMySQL reads an
+        answer right after each command, so this uses its packet layer: the next answer
+        is numbered from 1 again (receive)."""
+        conn: Any = session.conn  # its packet layer is not in PyMySQL's type stubs
+        query = call_statement(session.schema) % conn.escape(json.dumps(conf))
+        conn._execute_command(COMMAND.COM_QUERY, query)
+
+    @staticmethod
+    def _receive(session: WorkSession) -> dict[str, Any]:
+        conn: Any = session.conn  # its packet layer is not in PyMySQL's type stubs
+        conn._next_seq_id = 1  # the answer to the oldest command in flight
+        conn._read_query_result()  # the CALL's SELECT (raises 1317 when it was killed)
+        rows = conn._result.rows if conn._result is not None else None
+        while conn._result is not None and conn._result.has_next:
+            conn.next_result()  # the CALL's own status result
+        row = rows[0] if rows else None
         return json.loads(row[0]) if row and row[0] else {}
 
     async def call(self, session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:
-        """The session's CALL (one per phase); its JSON result, keys as PostgreSQL's loop.
-        A cancelled CALL raises pymysql.err.OperationalError 1317."""
-        return await self._run(self._call, session, conf)
+        """One CALL and its result (send, then receive)."""
+        await self.send(session, conf)
+        return await self.receive(session)
+
+    async def send(self, session: WorkSession, conf: dict[str, Any]) -> None:
+        """Queue the session's next CALL behind the one running (the server starts it the
+        moment the running one ends)."""
+        await self._run(self._send, session, conf)
+        session.in_flight += 1
+
+    async def receive(self, session: WorkSession) -> dict[str, Any]:
+        """The JSON result of the session's oldest CALL in flight, keys as PostgreSQL's
+        loop. A cancelled CALL raises pymysql.err.OperationalError 1317."""
+        if session.in_flight <= 0:
+            raise RuntimeError("no CALL in flight on this session")
+        try:
+            return await self._run(self._receive, session)
+        finally:
+            session.in_flight -= 1
 
     async def publish_stats(self, session: WorkSession) -> bool:
         """InnoDB publishes its counters as it goes: nothing to flush, no own commit."""

@@ -97,6 +97,11 @@ BEGIN
     DECLARE v_op_base BIGINT DEFAULT COALESCE(JSON_VALUE(p_conf, '$.op_base'), 0);
     DECLARE v_rng_state BIGINT DEFAULT JSON_VALUE(p_conf, '$.rng_state');
     DECLARE v_until DOUBLE DEFAULT JSON_VALUE(p_conf, '$.until_epoch');
+    DECLARE v_interval DOUBLE DEFAULT JSON_VALUE(p_conf, '$.interval_s');
+    DECLARE v_carry BOOLEAN DEFAULT JSON_VALUE(p_conf, '$.carry') IN ('1', 'true');
+    DECLARE v_bounded BOOLEAN DEFAULT COALESCE(JSON_VALUE(p_conf, '$.loops'), 0) > 0;
+    DECLARE v_ival BIGINT DEFAULT NULL;
+    DECLARE v_next LONGTEXT;
     DECLARE v_start DOUBLE DEFAULT JSON_VALUE(p_conf, '$.start_epoch');
     DECLARE v_record BOOLEAN DEFAULT JSON_VALUE(p_conf, '$.record') IN ('1', 'true');
     DECLARE v_hot_freq BIGINT DEFAULT COALESCE(JSON_VALUE(p_conf, '$.hot_schema_frequency'), 0);
@@ -148,6 +153,18 @@ BEGIN
         kind TINYINT NOT NULL, idx SMALLINT NOT NULL, n BIGINT NOT NULL,
         PRIMARY KEY (kind, idx)) ENGINE = MEMORY;
     DELETE FROM {hist};
+    IF v_carry AND {next_var} IS NOT NULL THEN
+        -- A phase's later CALLs were sent before the previous one ended (pipelined): what
+        -- they carry on from is the session's, kept in the server by the previous CALL.
+        SET v_op_base = COALESCE(JSON_VALUE({next_var}, '$.op_base'), v_op_base);
+        SET v_rng_state = JSON_VALUE({next_var}, '$.rng_state');
+        SET v_sched = IF(JSON_TYPE(JSON_EXTRACT({next_var}, '$.next_start')) <> 'NULL',
+                         JSON_VALUE({next_var}, '$.next_start'), NULL);
+        IF JSON_TYPE(JSON_EXTRACT({next_var}, '$.loops_left')) <> 'NULL' THEN
+            SET v_loops = JSON_VALUE({next_var}, '$.loops_left');
+            SET v_bounded = TRUE;
+        END IF;
+    END IF;
     SET v_op = v_op_base;
     IF v_rng_state IS NOT NULL THEN
         SET v_rng = v_rng_state;
@@ -162,6 +179,14 @@ BEGIN
         {sleep}
     END IF;
     SET v_began = UNIX_TIMESTAMP(SYSDATE(6));
+    IF v_interval IS NOT NULL THEN
+        -- The sampling interval this CALL runs in, and its end (runner/intervals.py's
+        -- Schedule): the one v_began falls in, a boundary belonging to the interval it starts.
+        SET v_ival = GREATEST(FLOOR((v_began - v_start) / v_interval + 1e-9) + 1, 1);
+        IF v_until IS NULL OR v_start + v_ival * v_interval < v_until THEN
+            SET v_until = v_start + v_ival * v_interval;
+        END IF;
+    END IF;
     SET v_paced = v_rate > 0;
     SET v_timed = v_record OR v_paced;  -- a paced warm-up times its ops: for Little's law
     IF v_paced AND v_sched IS NULL THEN  -- a phase's first CALL: from its barrier
@@ -174,17 +199,18 @@ BEGIN
     END IF;
     work: LOOP
         -- WORK_LOOP's ops, and the interval's end: whichever comes first.
-        IF v_loops > 0 AND v_op - v_op_base >= v_loops THEN
+        IF v_bounded AND v_op - v_op_base >= v_loops THEN
             LEAVE work;
         END IF;
         IF v_paced THEN
-            -- The next op is due at v_sched: one due after the interval is the next CALL's.
-            IF v_until IS NOT NULL AND v_sched >= v_until THEN
-                LEAVE work;
-            END IF;
-            SET v_pause = v_sched - UNIX_TIMESTAMP(SYSDATE(6));
+            -- The next op is due at v_sched: one due after the interval is the next CALL's,
+            -- and this one waits for the interval's end (the next is queued behind it).
+            SET v_pause = LEAST(v_sched, COALESCE(v_until, v_sched)) - UNIX_TIMESTAMP(SYSDATE(6));
             IF v_pause > 0 THEN  -- outside any transaction: no read view is held
                 {sleep}
+            END IF;
+            IF v_until IS NOT NULL AND v_sched >= v_until THEN
+                LEAVE work;
             END IF;
         END IF;
         SET v_now = UNIX_TIMESTAMP(SYSDATE(6));
@@ -322,6 +348,11 @@ BEGIN
     IF v_paced THEN  -- due before the interval's end but not started: the schedule's backlog
         SET v_behind = GREATEST(LEAST(v_ended, COALESCE(v_until, v_ended)) - v_sched, 0);
     END IF;
+    -- What the session's next CALL carries on from, kept in the server for a pipelined one.
+    SET v_next = JSON_OBJECT(
+        {next}
+    );
+    SET {next_var} = v_next;
     -- The result: RESULT_SQL, the fields model/loop.py declares.
     SELECT JSON_OBJECT(
         {result}
@@ -357,18 +388,8 @@ RESULT_SQL: dict[str, str | None] = {
     # COMMITTED, autocommit), and a sleep holds no read view.
     R.released.key: None,
     R.own_commits.key: "0",
-    R.next.key: "JSON_OBJECT("
-    + pair_list(
-        next_pairs(
-            {
-                P.op_base.key: "v_op + 0",
-                P.rng_state.key: "v_rng + 0",
-                P.next_start.key: "v_sched + 0e0",
-            }
-        ),
-        0,
-    ).replace("\n", " ")
-    + ")",
+    R.next.key: "JSON_EXTRACT(v_next, '$')",
+    R.interval.key: "v_ival + 0",
     R.busy_us.key: "v_busy_us + 0",
     R.behind_s.key: "v_behind + 0e0",
     R.late_1ms.key: "IF(v_paced AND v_record, v_late1 + 0, NULL)",
@@ -385,6 +406,15 @@ RESULT_SQL: dict[str, str | None] = {
     R.hist_update_intended.key: f"IF(v_paced, {_hist_json(4)}, NULL)",
     R.hist_scan_intended.key: f"IF(v_paced, {_hist_json(5)}, NULL)",
 }
+# The result's `next` (NEXT_VARIABLE keeps it in the server too). "+ 0": see RESULT_SQL.
+NEXT_SQL = {
+    P.op_base.key: "v_op + 0",
+    P.next_start.key: "v_sched + 0e0",
+    P.rng_state.key: "v_rng + 0",
+    P.loops_left.key: "IF(v_bounded, GREATEST(v_loops - (v_op - v_op_base), 0), NULL)",
+}
+# A session's user variable: what its next CALL carries on from (the `carry` conf key).
+NEXT_VARIABLE = "@openslob_next"
 # Conf keys this loop does not read, and why.
 PARAMS_NOT_READ = {
     P.release_s.key: "no snapshot is held across statements (READ COMMITTED, autocommit)",
@@ -420,6 +450,8 @@ def procedure_ddl(schema: str, hot_schema: str = "user1") -> str:
         late1=LATE_1MS_US,
         late10=LATE_10MS_US,
         result=pair_list(result_pairs(RESULT_SQL), indent=8),
+        next=pair_list(next_pairs(NEXT_SQL), indent=8),
+        next_var=NEXT_VARIABLE,
     )
 
 

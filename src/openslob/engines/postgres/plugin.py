@@ -142,7 +142,7 @@ class PostgresWindow(WindowStats):
 
 
 class PostgresPlugin(EnginePlugin):
-    api_version = 2  # the engines/api.py ENGINE_API_VERSION this plug-in is written for
+    api_version = 3  # the engines/api.py ENGINE_API_VERSION this plug-in is written for
     name = "postgresql"
     title = "PostgreSQL"
     private_target = "embedded"

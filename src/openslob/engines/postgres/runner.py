@@ -55,6 +55,7 @@ class WorkSession:
     schema: str
     conn: psycopg.AsyncConnection
     pid: int
+    in_flight: int = 0  # CALLs sent, their results not yet read (libpq pipeline mode)
 
 
 class Monitor:
@@ -182,27 +183,61 @@ class PostgresRunBackend:
         return WorkSession(session_id, schema, conn, conn.info.backend_pid)
 
     async def call(self, session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:
-        """The session's CALL, awaited on its socket alone.
+        """One CALL and its result (send, then receive)."""
+        await self.send(session, conf)
+        return await self.receive(session)
 
-        psycopg's async wait wakes every 0.1 s while a statement runs (to notice signals):
-        10 wake-ups a second per session for a whole run, a client CPU cost that grows with
-        the session count. A CALL lasts the whole phase, so it goes through libpq (psycopg.pq)
-        and sleeps until the server answers; cancels and a dead server still end it.
-        """
+    async def send(self, session: WorkSession, conf: dict[str, Any]) -> None:
+        """Queue the session's next CALL behind the one running (libpq pipeline mode: each
+        CALL with its own Sync, so each is its own transaction and a cancelled one leaves
+        the next alone). The server starts it the moment the running one ends."""
         conn, pgconn = session.conn, session.conn.pgconn
+        if pgconn.pipeline_status == pq.PipelineStatus.OFF:
+            pgconn.enter_pipeline_mode()
         query = call_statement(session.schema, placeholder="$1").as_bytes(conn)
         pgconn.send_query_params(query, [json.dumps(conf).encode()])
+        pgconn.pipeline_sync()
+        session.in_flight += 1
         loop = asyncio.get_running_loop()
         while pgconn.flush():  # nonblocking: the rest of the message once writable
             await _until(loop.add_writer, loop.remove_writer, pgconn.socket)
-        while True:
-            pgconn.consume_input()  # raises OperationalError when the server is gone
-            if not pgconn.is_busy():
-                break
-            await _until(loop.add_reader, loop.remove_reader, pgconn.socket)
-        results = []
-        while (result := pgconn.get_result()) is not None:
-            results.append(result)
+
+    async def receive(self, session: WorkSession) -> dict[str, Any]:
+        """The result of the session's oldest CALL in flight, awaited on its socket alone.
+
+        psycopg's async wait wakes every 0.1 s while a statement runs (to notice signals):
+        10 wake-ups a second per session for a whole run, a client CPU cost that grows with
+        the session count. So this goes through libpq (psycopg.pq) and sleeps until the
+        server answers; cancels and a dead server still end it. The last result read
+        leaves pipeline mode, so that other statements may use the connection.
+        """
+        conn, pgconn = session.conn, session.conn.pgconn
+        if session.in_flight <= 0:
+            raise RuntimeError("no CALL in flight on this session")
+        loop = asyncio.get_running_loop()
+        results: list[pq.abc.PGresult] = []
+        ended = False  # the CALL's results are all in: its Sync's comes next
+        try:
+            while True:
+                pgconn.consume_input()  # raises OperationalError when the server is gone
+                if pgconn.is_busy():
+                    await _until(loop.add_reader, loop.remove_reader, pgconn.socket)
+                    continue
+                result = pgconn.get_result()
+                if result is None:
+                    if ended:  # libpq has nothing more queued: not a CALL of ours
+                        raise RuntimeError("the pipeline holds no Sync after the CALL")
+                    ended = True
+                    continue
+                ended = False
+                if result.status == pq.ExecStatus.PIPELINE_SYNC:
+                    break
+                results.append(result)
+        finally:
+            session.in_flight -= 1
+            if session.in_flight == 0:
+                with contextlib.suppress(psycopg.Error):
+                    pgconn.exit_pipeline_mode()
         for result in results:
             if result.status == pq.ExecStatus.FATAL_ERROR:
                 raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)

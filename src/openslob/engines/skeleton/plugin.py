@@ -148,8 +148,22 @@ class SkeletonRunBackend(RunBackend):
         raise NotImplementedError(TODO)
 
     async def call(self, session: Session, conf: dict[str, Any]) -> dict[str, Any]:
-        # One CALL of the schema's work loop with the JSON conf (runner/loopconf.py); its
-        # result is the loop's JSON (counts, histograms, own_commits, next).
+        # One CALL and its result: send, then receive.
+        await self.send(session, conf)
+        return await self.receive(session)
+
+    async def send(self, session: Session, conf: dict[str, Any]) -> None:
+        # Send a CALL of the schema's work loop with the JSON conf (runner/loopconf.py)
+        # without reading the answer of the one running: the run keeps one CALL queued
+        # behind the running one (PostgreSQL: libpq pipeline mode, a Sync per CALL;
+        # MariaDB: the next COM_QUERY written before the answer is read). The loop must
+        # keep its `next` in the session (a setting, a user variable) for a conf with
+        # `carry`, and compute its interval's end from `interval_s` (model/loop.py).
+        raise NotImplementedError(TODO)
+
+    async def receive(self, session: Session) -> dict[str, Any]:
+        # The answer of the oldest CALL in flight: the loop's JSON (counts, histograms,
+        # own_commits, interval, next); a cancelled CALL raises.
         raise NotImplementedError(TODO)
 
     async def publish_stats(self, session: Session) -> bool:
@@ -345,7 +359,7 @@ class SkeletonServer(PrivateServer):
 class SkeletonPlugin(EnginePlugin):
     # Terms: run.json engine.name and title, and its words for what the reports name
     # (api.REQUIRED_TERMS; each capability's api.CAPABILITY_TERMS).
-    api_version = 2  # the engines/api.py ENGINE_API_VERSION this plug-in is written for
+    api_version = 3  # the engines/api.py ENGINE_API_VERSION this plug-in is written for
     name = "skeleton"
     title = "Skeleton"
     capabilities = Capabilities(
