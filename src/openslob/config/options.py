@@ -248,8 +248,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "STOP_ON_STEADY", "bool", False,
-        "End the window at the interval boundary after steady state is reached (never "
-        "before SS_RAMP + SS_WINDOW); the run is complete, with a note.",
+        "End the window two interval boundaries after steady state is reached (the CALLs "
+        "for them are queued; never before SS_RAMP + SS_WINDOW); complete, with a note.",
         RUN_SCOPES, slob=False, metavar="on|off", listable=False,
     ),
     Option(
