@@ -42,6 +42,11 @@ def parse_args(
     return args
 
 
+def read_only_data(warmup: float) -> dict[str, object]:
+    """The read-only pio scripts' data set and warm-up: 4 x 8,192 rows, a small scan table."""
+    return {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 128, "UPDATE_PCT": 0, "WARMUP": warmup}
+
+
 def ints(text: str) -> list[int]:
     return [int(v) for v in text.split(",") if v.strip()]
 

@@ -16,7 +16,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from _common import Bench, ints, parse_args, spread
+from _common import Bench, ints, parse_args, read_only_data, spread
 
 from openslob.runner.execute import run_benchmark
 
@@ -34,13 +34,7 @@ def main() -> None:
     )
     counts = ints(args.sessions)
     bench = Bench(args.data_dir, "pio")
-    data = {
-        "SCHEMAS": 4,
-        "SCALE": 8192,
-        "SCAN_TABLE_SZ": 128,
-        "UPDATE_PCT": 0,
-        "WARMUP": args.warmup,
-    }
+    data = read_only_data(args.warmup)
     bench.ensure_data(bench.config(**data, SESSIONS=max(counts)), max(counts))
     results = Path(tempfile.mkdtemp(prefix="pio-vs-fio-"))
     print(

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from _common import Bench, ints, parse_args, print_ab
+from _common import Bench, ints, parse_args, print_ab, read_only_data
 from psycopg import sql
 
 from openslob.engines.mariadb.server import EmbeddedMariaDB
@@ -54,13 +54,7 @@ def main() -> None:
          "repeats": 1, "warmup": 0.0},
     )  # fmt: skip
     bench = Bench(args.data_dir, "pio")
-    data = {
-        "SCHEMAS": 4,
-        "SCALE": 8192,
-        "SCAN_TABLE_SZ": 128,
-        "UPDATE_PCT": 0,
-        "WARMUP": args.warmup,
-    }
+    data = read_only_data(args.warmup)
     data["SESSIONS"] = args.sessions
     results = Path(tempfile.mkdtemp(prefix="prefetch-bench-"))
     print(
