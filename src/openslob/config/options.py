@@ -264,7 +264,7 @@ OPTIONS: tuple[Option, ...] = (
         "TRACE_LAYERS", "bool", False,
         "on: trace the database's read calls, its log syncs and the block device with "
         "bpftrace (root on the database's host) as latency distributions per interval. Off "
-        "by default: tracing cost 8-12 % of SLOBops/s on the 2-vCPU test VM "
+        "by default: tracing cost 4-8 % of SLOBops/s at 32 sessions on the 2-vCPU test VM "
         "(bench/ebpf_cost.py), more than a measurement may cost.",
         RUN_SCOPES, slob=False, metavar="on|off",
     ),

@@ -299,7 +299,7 @@ class RunBackend(Protocol):
 
     async def send(self, session: Session, conf: dict[str, Any]) -> None:
         """Send a CALL of the session's loop without waiting for the one running: the
-        server starts it the moment that one ends (the run keeps one queued, so no session
+        server starts it the moment that one ends (the run keeps two queued, so no session
         waits for the client between intervals). Each CALL is its own transaction."""
 
     async def receive(self, session: Session) -> dict[str, Any]:

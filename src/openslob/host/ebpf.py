@@ -75,7 +75,7 @@ KEEP_PRINTS = 50  # the last ~25 s of prints (two a second), to find the one nea
 START_TIMEOUT_S = 30.0  # compiling and attaching takes ~2 s; a loaded machine more
 TRACEFS = Path("/sys/kernel/tracing/available_events")
 BPF_STATS = Path("/proc/sys/kernel/bpf_stats_enabled")
-# Tracing costs SLOBops/s (bench/ebpf_cost.py: 8-12 % on the 2-vCPU test VM), so a run
+# Tracing costs SLOBops/s (bench/ebpf_cost.py: 4-8 % at 32 sessions on the 2-vCPU test VM), so a run
 # traces only when asked; run.json says so in each traced layer's reason.
 NOT_ASKED = "not traced: TRACE_LAYERS is off (--trace-layers on; tracing costs throughput)"
 SYS_CLASS_BLOCK = Path("/sys/class/block")

@@ -12,8 +12,8 @@ Timeline of one run (all sessions share it):
     window          until window_start + RUN_TIME, one CALL per session per interval
                     (runner/intervals.py); each closed interval is a row of the time series
     window_end      once every window CALL has returned: host "after", then DB "after"
-With WORK_LOOP > 0 the window ends when the last session has done its loops. A CALL is
-queued behind each running one (pipelined: the loops never wait for this client).
+With WORK_LOOP > 0 the window ends when the last session has done its loops. CALLs are
+queued behind each running one (runner/pipeline.py: the loops never wait for this client).
 
 Interrupts, a dead server or a failed session stop the run early (runner/stopping.py): the
 CALLs in flight are cancelled and what was measured is kept. No backend of the run outlives

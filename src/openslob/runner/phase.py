@@ -136,7 +136,7 @@ class Calls:
         """The conf of the session's next CALL, in the server's clock. The phase's first
         carries on from the previous phase's last result (`next`); a later one, sent before
         the one running has ended, from what that one keeps in the server (`carry`)."""
-        instance = self.instances[self.record.sessions[session.id].instance]
+        instance = self.instances[at := self.record.sessions[session.id].instance]
         first = session.id not in self.sent
         self.sent.add(session.id)
         conf = loop_conf(
@@ -154,7 +154,7 @@ class Calls:
         if first:
             conf.update(self.carry.get(session.id, {}))
         conf.update(instance.guard)
-        return clocks.to_server(conf, self.offsets_s[self.record.sessions[session.id].instance])
+        return clocks.to_server(conf, self.offsets_s[at])
 
     def _returned(
         self,
