@@ -77,6 +77,7 @@ def main() -> None:
         for n in ints(args.sessions):
             ops: dict[float, list[float]] = {1.0: [], LONG_INTERVAL_S: []}
             cpu_us: dict[float, list[float]] = {1.0: [], LONG_INTERVAL_S: []}
+            client_ms: dict[float, list[float]] = {1.0: [], LONG_INTERVAL_S: []}
             gaps_ms, gap_pct = [], []
             for i in range(args.repeats):
                 for step in ops:  # alternated: A B A B ...
@@ -95,6 +96,7 @@ def main() -> None:
                     ops[step].append(run["metrics"]["slobops_per_s"])
                     server = run["metrics"].get("db_cpu_s")
                     done = run["metrics"]["slobops_per_s"] * run["window"]["seconds"]
+                    client_ms[step].append(client / run["window"]["seconds"] * 1000)
                     if server is not None and done:
                         cpu_us[step].append((server + client) / done * 1e6)
                     window = run["window"]
@@ -115,6 +117,12 @@ def main() -> None:
                 f"interval_overhead: {n:>3} sessions  CPU per SLOBop 1 s intervals "
                 f"{spread(cpu_us[1.0], 1)} us  one CALL {spread(cpu_us[LONG_INTERVAL_S], 1)} us  "
                 f"ratio (one CALL / 1 s) {spread(cpu_ratios, 3)}   goal >= 0.99"
+            )
+            print(
+                f"interval_overhead: {n:>3} sessions  client CPU 1 s intervals "
+                f"{spread(client_ms[1.0], 1)} ms/s  one CALL "
+                f"{spread(client_ms[LONG_INTERVAL_S], 1)} ms/s (of the window's seconds; "
+                f"the client runs at {run['client']['priority']})"
             )
             print(
                 f"interval_overhead: {n:>3} sessions  CALL gap mean {spread(gaps_ms, 2)} ms  "

@@ -233,6 +233,10 @@ def _intervals_add_up_to_the_window(
         fio_style = [r for r in csv.DictReader(fh) if r["op"] == "select"]
     assert [int(r["count"]) for r in fio_style] == [r["select_count"] for r in rows]
     assert run["client"]["bytes_written"] > 0
+    # the client ran at nice -20 (root here), its autogroup too where the kernel has them
+    took = run["client"]["priority"]
+    assert took["nice"] == -20 and took["reason"] is None, took
+    assert any(n.startswith("the client ran at nice -20") for n in run["notes"])
     # a CALL per session per interval, and the time between them measured
     window = run["window"]
     assert window["calls"] == sum(s["calls"] for s in run["sessions"]) >= len(rows)

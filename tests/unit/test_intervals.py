@@ -3,9 +3,17 @@ per-CALL results become the time series (runner/intervals.py's contract)."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
-from openslob.runner.intervals import Interval, IntervalBook, Schedule, merge_results
+from openslob.runner.intervals import (
+    Interval,
+    IntervalBook,
+    Schedule,
+    merge_into,
+    merge_results,
+)
 
 
 def test_schedule_boundaries_and_indexes() -> None:
@@ -43,6 +51,28 @@ def test_merge_results_sums_counts_and_buckets_keeps_the_span() -> None:
     assert merged["pid"] == 12 and merged["behind_s"] == 0.1  # the last CALL's
     assert "next" not in merged
     assert first["ops_select"] == 3 and first["hist_select"] == {"5": 2, "6": 1}  # unchanged
+
+
+def test_merge_into_is_merge_results_in_place_and_leaves_the_parts_alone() -> None:
+    # an open interval's sum grows in place (no copy of the sum per CALL): the same figures
+    # as merge_results in any order, histograms owned by the sum, the CALLs' dicts untouched
+    parts = [
+        {"ops_select": 3, "hist_select": {"5": 2}, "hist_update": None, "began_epoch": 1.0,
+         "ended_epoch": 2.0, "max_lag_us": None, "next": {"op_base": 3}, "pid": 11},
+        {"ops_select": 2, "hist_select": {"5": 1, "9": 4}, "hist_update": {"7": 1},
+         "began_epoch": 2.0, "ended_epoch": 3.0, "max_lag_us": 4.0, "pid": 12},
+        {"ops_select": 0, "hist_select": {}, "hist_update": None, "began_epoch": 3.0,
+         "ended_epoch": 3.5, "max_lag_us": 2.0, "pid": 13, "lio": 9},
+    ]  # fmt: skip
+    before = copy.deepcopy(parts)
+    for order in ([0, 1, 2], [2, 1, 0], [1, 0, 2]):
+        by_copy, in_place = None, None
+        for i in order:
+            by_copy = merge_results(by_copy, parts[i])
+            in_place = merge_into(in_place, parts[i])
+        assert in_place == by_copy, order
+        assert parts == before
+    assert in_place is not None and in_place["hist_select"] == {"5": 3, "9": 4}
 
 
 class _Closed(list):

@@ -268,6 +268,13 @@ OPTIONS: tuple[Option, ...] = (
         "(bench/ebpf_cost.py), more than a measurement may cost.",
         RUN_SCOPES, slob=False, metavar="on|off",
     ),
+    Option(
+        "CLIENT_PRIORITY", "bool", True,
+        "on: for the run the client takes nice -20 for its threads and its autogroup (root or "
+        "CAP_SYS_NICE; run.json client.priority says what it got), so that no session waits "
+        "for it where the sessions saturate the CPUs; its CPU use is the same. off: as started.",
+        RUN_SCOPES, slob=False, metavar="on|off", listable=False,
+    ),
     # --- a cliff seen as it happens (model/cliff.py) ---
     Option(
         "CLIFF", "str", "ops:drop>30%,iops:drop>30%,p99:rise>100%",

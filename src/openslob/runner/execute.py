@@ -21,7 +21,7 @@ from openslob.engines import registry
 from openslob.engines.api import EnginePlugin, RunBackend, Target
 from openslob.host import counters as host_counters
 from openslob.host import devices as host_devices
-from openslob.host import ebpf
+from openslob.host import ebpf, priority
 from openslob.host import snapshot as host_snapshot
 from openslob.model.errors import ConfigError
 from openslob.model.plan import session_schemas
@@ -219,7 +219,8 @@ def execute(
         controller.record.notes.extend(n for n in notes if n not in controller.record.notes)
     begin_sinks(sinks, run_dir, [info.engine for _, info, _ in parts])
     try:
-        record = controller.run()
+        with priority.raised(config.p.client_priority) as client_priority:
+            record = controller.run()
     finally:
         checkpoint.closed = True  # a late checkpoint must not replace the final run.json
         for file in files:
@@ -242,6 +243,8 @@ def execute(
     run["client"] = client = client_writes(
         sum(f.bytes_written for f in files) + checkpoint.bytes_written, run
     )
+    client["priority"] = client_priority.to_json()
+    run["notes"].append(client_priority.note())
     lost = [name for file in files for name in file.lost]
     if lost:
         run["warnings"].append(

@@ -59,6 +59,37 @@ def merge_results(total: dict[str, Any] | None, part: dict[str, Any]) -> dict[st
     return merged
 
 
+def merge_into(total: dict[str, Any] | None, part: dict[str, Any]) -> dict[str, Any]:
+    """merge_results for an accumulator no other thread reads yet (an open interval's):
+    `total` is changed in place and returned (a new one, with its own histograms, when
+    None), so adding a CALL costs its own keys and buckets, not a copy of the sum."""
+    if total is None:
+        return {
+            k: dict(v) if v is not None and MERGE_BY_KEY.get(k) is Merge.HISTOGRAM else v
+            for k, v in part.items()
+            if MERGE_BY_KEY.get(k) is not Merge.PER_CALL
+        }
+    for key, value in part.items():
+        how = MERGE_BY_KEY.get(key, Merge.SUM)
+        if how is Merge.HISTOGRAM:
+            hist = total.get(key)
+            if hist is None:
+                total[key] = None if value is None else dict(value)
+                continue
+            for idx, count in (value or {}).items():
+                hist[idx] = hist.get(idx, 0) + count
+        elif how is Merge.PER_CALL or (how is Merge.FIRST and key in total):
+            continue
+        elif how is Merge.LAST or total.get(key) is None or how is Merge.FIRST:
+            total[key] = value
+        elif how is Merge.MAX:
+            if value is not None:
+                total[key] = max(total[key], value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            total[key] += value
+    return total
+
+
 class Schedule:
     """The boundaries of one phase: start + k × step, the last one at `end` (with no planned
     end, boundaries go on: a WORK_LOOP window)."""
@@ -97,9 +128,10 @@ class Interval:
     by_session: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def add(self, instance: int, result: dict[str, Any], session: int | None = None) -> None:
-        self.results[instance] = merge_results(self.results.get(instance), result)
+        # in place: an open interval is this event loop's alone until it closes
+        self.results[instance] = merge_into(self.results.get(instance), result)
         if session is not None:
-            self.by_session[session] = merge_results(self.by_session.get(session), result)
+            self.by_session[session] = merge_into(self.by_session.get(session), result)
         commits = int(result.get(LOOP_RESULT.own_commits.key) or 0)
         self.own_commits[instance] = self.own_commits.get(instance, 0) + commits
 

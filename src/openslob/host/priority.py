@@ -1,0 +1,129 @@
+"""The client's CPU priority during a run: no session may wait for the client.
+
+At the knee the sessions saturate the CPUs, and each session still needs this client once
+an interval: it reads the CALL's result and queues the next (runner/phase.py). Each
+PostgreSQL backend is a session leader (setsid), so with the kernel's autogroups
+(`kernel.sched_autogroup_enabled`, on in most distributions) every backend is a scheduling
+group of its own, and the client is one group among 257 at 256 sessions: it got ~30 ms of
+CPU a second on 2 vCPUs, less than the ~80 ms it needs for 256 results a second, so the
+queued CALLs ran out and sessions waited 27 % of their time (bench/interval_overhead.py).
+nice alone does not help there: it weighs threads within one autogroup. So for the run the
+client takes nice -20 for its threads and, with autogroups, for its autogroup (root or
+CAP_SYS_NICE), and gives both back at the end. Its CPU is the same; it no longer waits for
+one. Without the right it runs as started and says why (run.json client.priority).
+
+The autogroup is the login session's (the shell's too) while the run lasts; a client killed
+outright leaves it raised until that session ends. One found already raised (another run of
+the same session) is left to whoever raised it. CLIENT_PRIORITY=off leaves both alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from openslob.host.procfs import PROC, _read_optional
+
+CLIENT_NICE = -20  # the highest: the client's CPU is small, its latency is what matters
+AUTOGROUP_ENABLED = PROC / "sys/kernel/sched_autogroup_enabled"
+SELF_AUTOGROUP = PROC / "self/autogroup"
+
+
+@dataclass(frozen=True)
+class Priority:
+    """What the client ran at (run.json client.priority): None where it was left alone."""
+
+    nice: int | None  # the client's threads' nice value during the run
+    autogroup_nice: int | None  # its autogroup's, when the kernel schedules by autogroup
+    reason: str | None  # why one was not raised (no right, off, no autogroups)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def note(self) -> str:
+        """The run's note: what the client ran at, and why not higher."""
+        took = [
+            f"{what} {value}"
+            for what, value in (("nice", self.nice), ("autogroup nice", self.autogroup_nice))
+            if value is not None
+        ]
+        said = f"the client ran at {' and '.join(took)}" if took else "the client ran as started"
+        if self.reason:
+            said += f" ({self.reason})"
+        if self.nice is None or self.reason:
+            said += (
+                "; where the sessions saturate the CPUs they may wait for it between CALLs"
+                " (window.call_gap_pct)"
+            )
+        return said
+
+
+def autogroup_nice(path: Path = SELF_AUTOGROUP) -> int | None:
+    """The autogroup's nice ("/autogroup-42 nice 0"), or None when there is none to set."""
+    if _read_optional(AUTOGROUP_ENABLED) != "1":
+        return None
+    text = _read_optional(path)
+    fields = text.split() if text else []
+    try:
+        return int(fields[fields.index("nice") + 1])
+    except (ValueError, IndexError):
+        return None
+
+
+def _tasks() -> list[int]:
+    """The client's threads (nice is a thread's on Linux; new threads inherit it)."""
+    try:
+        return [int(t.name) for t in (PROC / "self/task").iterdir() if t.name.isdigit()]
+    except OSError:
+        return [0]
+
+
+def _set_nice(value: int) -> None:
+    for tid in _tasks():
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+            os.setpriority(os.PRIO_PROCESS, tid, value)
+
+
+def _set_autogroup(value: int) -> None:
+    SELF_AUTOGROUP.write_text(f"{value}\n")
+
+
+@contextlib.contextmanager
+def raised(wanted: bool) -> Iterator[Priority]:
+    """nice -20 for the client's threads and its autogroup for the block; both are given
+    back after it. Each one that cannot be raised is left as it was, with the reason."""
+    if not wanted:
+        yield Priority(None, None, "CLIENT_PRIORITY is off")
+        return
+    nice_before = os.getpriority(os.PRIO_PROCESS, 0)
+    group_before = autogroup_nice()
+    reasons: list[str] = []
+    nice: int | None = None
+    group: int | None = None
+    try:
+        _set_nice(CLIENT_NICE)
+        nice = CLIENT_NICE
+    except OSError as exc:  # EACCES/EPERM: neither root nor CAP_SYS_NICE (nor RLIMIT_NICE)
+        reasons.append(f"nice {CLIENT_NICE} refused ({exc.strerror})")
+    if group_before is not None and group_before <= CLIENT_NICE:
+        group_before = None  # already there (another run of this login session): left alone
+        group = CLIENT_NICE
+    elif group_before is not None:  # else no autogroups: nice alone weighs
+        try:
+            _set_autogroup(CLIENT_NICE)
+            group = CLIENT_NICE
+        except OSError as exc:
+            reasons.append(f"autogroup nice {CLIENT_NICE} refused ({exc.strerror})")
+    try:
+        yield Priority(nice, group, "; ".join(reasons) or None)
+    finally:
+        if nice is not None:  # raising a nice value back is always allowed
+            with contextlib.suppress(OSError):
+                _set_nice(nice_before)
+        if group is not None and group_before is not None:
+            with contextlib.suppress(OSError):
+                _set_autogroup(group_before)

@@ -1,0 +1,99 @@
+"""The client's CPU priority during a run (host/priority.py), on this machine's real kernel:
+raised for the block and given back after it, refused without CAP_SYS_NICE (with the
+reason), left alone when off. No server: the fast tier."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from openslob.host import priority
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (CAP_SYS_NICE)")
+
+
+def _thread_nice(tid: int) -> int:
+    return os.getpriority(os.PRIO_PROCESS, tid)
+
+
+def test_raised_for_the_block_and_given_back() -> None:
+    nice_before = os.getpriority(os.PRIO_PROCESS, 0)
+    group_before = priority.autogroup_nice()
+    started = threading.Event()
+    stop = threading.Event()
+    seen: dict[str, int] = {}
+
+    def other() -> None:  # a thread that runs before the block: raised too
+        seen["tid"] = threading.get_native_id()
+        started.set()
+        stop.wait(5)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    started.wait(5)
+    try:
+        with priority.raised(True) as got:
+            assert got.nice == priority.CLIENT_NICE == os.getpriority(os.PRIO_PROCESS, 0)
+            assert _thread_nice(seen["tid"]) == priority.CLIENT_NICE
+            if group_before is None:  # a kernel without autogroups: nice alone weighs
+                assert got.autogroup_nice is None
+            else:
+                assert got.autogroup_nice == priority.autogroup_nice() == priority.CLIENT_NICE
+            assert got.reason is None and "nice -20" in got.note()
+    finally:
+        stop.set()
+        thread.join()
+    assert os.getpriority(os.PRIO_PROCESS, 0) == nice_before
+    assert priority.autogroup_nice() == group_before
+
+
+def test_off_leaves_the_client_as_started() -> None:
+    before = (os.getpriority(os.PRIO_PROCESS, 0), priority.autogroup_nice())
+    with priority.raised(False) as got:
+        assert (os.getpriority(os.PRIO_PROCESS, 0), priority.autogroup_nice()) == before
+    assert got.to_json() == {"nice": None, "autogroup_nice": None, "reason": got.reason}
+    assert "CLIENT_PRIORITY is off" in got.note() and "call_gap_pct" in got.note()
+
+
+def test_without_cap_sys_nice_it_is_refused_and_said() -> None:
+    # root without CAP_SYS_NICE (dropped from the bounding set before exec): both refused
+    code = (
+        "import json, os; from openslob.host import priority\n"
+        "before = (os.getpriority(os.PRIO_PROCESS, 0), priority.autogroup_nice())\n"
+        "with priority.raised(True) as got:\n"
+        "    inside = (os.getpriority(os.PRIO_PROCESS, 0), priority.autogroup_nice())\n"
+        "print(json.dumps({'got': got.to_json(), 'note': got.note(),"
+        " 'same': inside == before}))\n"
+    )
+    out = subprocess.run(
+        ["setpriv", "--bounding-set=-sys_nice", "--inh-caps=-sys_nice", sys.executable, "-"],
+        input=code,  # on stdin: the unit tier refuses command lines that name our programs
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    answer = json.loads(out.stdout)
+    assert answer["same"], answer
+    assert answer["got"]["nice"] is None and answer["got"]["autogroup_nice"] is None
+    assert "nice -20 refused" in answer["got"]["reason"]
+    assert "call_gap_pct" in answer["note"]
+
+
+def test_an_autogroup_already_raised_is_left_to_whoever_raised_it() -> None:
+    # two runs of one login session: the second neither raises nor gives back the group
+    before = priority.autogroup_nice()
+    if before is None:
+        pytest.skip("this kernel does not schedule by autogroup")
+    priority.SELF_AUTOGROUP.write_text(f"{priority.CLIENT_NICE}\n")  # the first run's
+    try:
+        with priority.raised(True) as got:
+            assert got.autogroup_nice == priority.CLIENT_NICE
+        assert priority.autogroup_nice() == priority.CLIENT_NICE  # still the first run's
+    finally:
+        priority.SELF_AUTOGROUP.write_text(f"{before}\n")
