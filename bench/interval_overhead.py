@@ -10,8 +10,9 @@ Both ways run on the same data set, alternated (A B A B ...) so the disk's drift
 look like a difference; each pair gives one ratio.
 
 Throughput ratios need a quiet host. The CPU per SLOBop (the server processes' CPU, run.json
-db_cpu_s, plus this process's own, which is the client) says the same with less noise from
-other load. Also printed: the CALL gap the database's clock saw (run.json window.call_gap_*).
+db_cpu_s, plus the client's own in the window, run.json client.cpu_s) says the same with less
+noise from other load. Also printed: the client's CPU in the window, and the CALL gap the
+database's clock saw (run.json window.call_gap_*).
 
 The default profile keeps the data set in shared_buffers ("lio"): the ops are then short and
 CPU-bound, the worst case for a per-interval cost. Reads only by default: at thousands of
@@ -27,7 +28,6 @@ engines (--engine mariadb: the private mariadbd, 16 KiB pages, started with --pr
 
 from __future__ import annotations
 
-import resource
 import statistics
 import tempfile
 from pathlib import Path
@@ -39,12 +39,6 @@ from openslob.runner.execute import execute, prepare
 
 TARGETS = {"postgresql": None, "mariadb": "embedded-mariadb"}
 LONG_INTERVAL_S = 60.0  # the option's maximum: with RUN_TIME <= 60 one CALL per window
-
-
-def client_cpu_s() -> float:
-    """CPU seconds of this process: the client of the runs (execute runs in-process)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -87,17 +81,16 @@ def main() -> None:
                     prepared = prepare(
                         config, target=target, data_dir=bench.server.data_dir, max_sessions=n
                     )
-                    before = client_cpu_s()
                     try:
                         run = execute(prepared, config, results / f"n{n}-{step:g}-{i}")
                     finally:
                         prepared.release()
-                    client = client_cpu_s() - before
+                    client = run["client"]["cpu_s"]  # over the window only (run.json)
                     ops[step].append(run["metrics"]["slobops_per_s"])
                     server = run["metrics"].get("db_cpu_s")
                     done = run["metrics"]["slobops_per_s"] * run["window"]["seconds"]
                     client_ms[step].append(client / run["window"]["seconds"] * 1000)
-                    if server is not None and done:
+                    if server is not None and client is not None and done:
                         cpu_us[step].append((server + client) / done * 1e6)
                     window = run["window"]
                     if step == 1.0 and window.get("call_gap_mean_ms") is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -43,6 +44,14 @@ class HostSnapshot:
     proc_stat: ProcStat
     pressure: dict[str, dict[str, PressureLine]] | None
     server_cpu_seconds: float | None
+    # this client's own CPU (all its threads) at the same moment: what measuring cost it
+    client_cpu_seconds: float | None = None
+
+
+def client_cpu_seconds() -> float:
+    """CPU seconds of this process, all threads (the client: the run executes in-process)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def snapshot_from_text(
@@ -65,6 +74,7 @@ def snapshot_from_text(
         proc_stat=parse_proc_stat(proc_stat_text),
         pressure=pressure,
         server_cpu_seconds=server_cpu_seconds,
+        client_cpu_seconds=client_cpu_seconds(),
     )
 
 
@@ -117,6 +127,7 @@ def take_snapshot(device_names: Iterable[str], server_pid: int | None = None) ->
         proc_stat=read_proc_stat(),
         pressure=read_pressure(),
         server_cpu_seconds=server_cpu_seconds(server_pid) if server_pid is not None else None,
+        client_cpu_seconds=client_cpu_seconds(),
     )
 
 

@@ -73,6 +73,11 @@ class Capabilities:
     wait_sampling: bool = False  # Monitor.sample_waits
     host_files: bool = False  # Monitor.read_file of a remote server's /proc
     statement_stats: bool = False  # per-statement figures (details' statements, op counts)
+    # each session is a server process of its own that leads its own session (setsid): with
+    # the kernel's autogroups each is then a scheduling group, and the client, one group among
+    # them, needs its priority raised to keep up (host/priority.py); threads of one server
+    # process share its group and leave the client its share
+    session_processes: bool = False
 
 
 @runtime_checkable

@@ -219,7 +219,11 @@ def execute(
         controller.record.notes.extend(n for n in notes if n not in controller.record.notes)
     begin_sinks(sinks, run_dir, [info.engine for _, info, _ in parts])
     try:
-        with priority.raised(config.p.client_priority) as client_priority:
+        needed = any(
+            registry.plugin(info.engine.get("name")).capabilities.session_processes
+            for info in infos
+        )
+        with priority.raised(config.p.client_priority, needed) as client_priority:
             record = controller.run()
     finally:
         checkpoint.closed = True  # a late checkpoint must not replace the final run.json
@@ -244,7 +248,13 @@ def execute(
         sum(f.bytes_written for f in files) + checkpoint.bytes_written, run
     )
     client["priority"] = client_priority.to_json()
+    client.update(client_cpu(record, run["window"].get("seconds")))
     run["notes"].append(client_priority.note())
+    if client["cpu_pct"] is not None:
+        run["notes"].append(
+            f"the client used {client['cpu_pct']:.3g} % of one CPU in the window "
+            f"({client['cpu_s']:.3g} s: its CALLs, results, monitors and files)"
+        )
     lost = [name for file in files for name in file.lost]
     if lost:
         run["warnings"].append(
@@ -321,6 +331,18 @@ def client_writes(written: int, run: dict[str, Any]) -> dict[str, Any]:
     device_bytes = device_mb_s * 2**20 * seconds if device_mb_s and seconds else None
     share = round(100 * written / device_bytes, 4) if device_bytes else None
     return {"bytes_written": written, "pct_of_device_writes": share}
+
+
+def client_cpu(record: RunRecord, seconds: float | None) -> dict[str, float | None]:
+    """The client's own CPU over the window (the window's host snapshots read it), in
+    seconds and in % of one CPU: what measuring cost on this host."""
+    first = record.instances[0] if record.instances else None
+    before = first.host_before.client_cpu_seconds if first and first.host_before else None
+    after = first.host_after.client_cpu_seconds if first and first.host_after else None
+    if before is None or after is None or after < before:
+        return {"cpu_s": None, "cpu_pct": None}
+    spent = round(after - before, 3)
+    return {"cpu_s": spent, "cpu_pct": round(100 * spent / seconds, 3) if seconds else None}
 
 
 def begin_sinks(sinks: Sequence[Sink], run_dir: Path, engines: list[dict[str, Any]]) -> None:

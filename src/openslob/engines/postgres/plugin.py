@@ -167,6 +167,7 @@ class PostgresPlugin(EnginePlugin):
         wait_sampling=True,
         host_files=True,
         statement_stats=True,
+        session_processes=True,  # a backend per session, each a session leader
     )
     target_help = (
         "'embedded' (the private PostgreSQL 18), a postgresql:// URI or libpq keywords "
