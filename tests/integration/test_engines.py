@@ -241,7 +241,7 @@ def _intervals_add_up_to_the_window(
         assert any(n.startswith("the client ran at nice -20") for n in run["notes"])
     else:
         assert took["nice"] is None and took["reason"].startswith("not needed"), took
-    assert 0 < run["client"]["cpu_s"] and 0 < run["client"]["cpu_pct"] < 100
+    assert run["client"]["cpu_s"] > 0 and 0 < run["client"]["cpu_pct"] < 100
     # a CALL per session per interval, and the time between them measured
     window = run["window"]
     assert window["calls"] == sum(s["calls"] for s in run["sessions"]) >= len(rows)
