@@ -118,6 +118,8 @@ def raised(wanted: bool, needed: bool = True) -> Iterator[Priority]:
         nice = CLIENT_NICE
     except OSError as exc:  # EACCES/EPERM: neither root nor CAP_SYS_NICE (nor RLIMIT_NICE)
         reasons.append(f"nice {CLIENT_NICE} refused ({exc.strerror})")
+        with contextlib.suppress(OSError):  # threads raised before the refusal go back
+            _set_nice(nice_before)
     if group_before is not None and group_before <= CLIENT_NICE:
         group_before = None  # already there (another run of this login session): left alone
         group = CLIENT_NICE
