@@ -88,8 +88,11 @@ def slob(server: EmbeddedServer, tmp_path: Path):
 
 
 def slob_subprocess(*args: str, data_dir: Path, **kwargs) -> subprocess.Popen:
-    """The real `python -m openslob` in a child process (signals, exit codes)."""
+    """The real `python -m openslob` in a child process (signals, exit codes), in a session
+    of its own as if started from another terminal: the autogroup it raises for a run
+    (host/priority.py) is its own, so one killed with SIGKILL leaves the tests' alone."""
     env = {**os.environ, "SLOB_DATA_DIR": str(data_dir)}
+    kwargs.setdefault("start_new_session", True)
     return subprocess.Popen(
         [sys.executable, "-m", "openslob", *args],
         env=env,

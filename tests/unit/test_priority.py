@@ -73,6 +73,7 @@ def test_without_cap_sys_nice_it_is_refused_and_said() -> None:
     out = subprocess.run(
         ["setpriv", "--bounding-set=-sys_nice", "--inh-caps=-sys_nice", sys.executable, "-"],
         input=code,  # on stdin: the unit tier refuses command lines that name our programs
+        start_new_session=True,  # an autogroup of its own, at nice 0 whatever the tests' is
         capture_output=True,
         text=True,
         check=True,
