@@ -374,6 +374,10 @@ class SkeletonPlugin(EnginePlugin):
             "horizon": "the oldest snapshot",
             "direct_io": "the engine's direct I/O",
         },
+        # True when each session is a server process that leads its own session (setsid),
+        # as PostgreSQL's backends: the client then raises its priority for the run
+        # (host/priority.py). Threads of one server process: leave it False.
+        session_processes=False,
     )
     # Extensions: options (config/option.py Option) and metrics (model/metrics.py Metric) it
     # adds to the shared tables. OPTIONAL: none.
