@@ -214,9 +214,10 @@ def run(
             else:
                 writer = writer or BlockWriter(plan.block_bytes)
                 _file_pass(plan, state, state_path, writer, tick)
-            state.passes_done += 1
-            state.extent = state.offset = 0
-            state.save(state_path)
+            with _batch_then_interrupt():  # the pass done and saved: one step for Ctrl-C
+                state.passes_done += 1
+                state.extent = state.offset = 0
+                state.save(state_path)
     except BaseException:
         if engine is not None:
             engine.cancel()  # nothing of ours left running on the server
@@ -296,7 +297,11 @@ def _engine_pass(
                 state.bytes_written += count * extent.unit_bytes
                 state.save(state_path)
             tick()
-        state.offset = 0
+        # The state names the next unit to write: here the next extent's first. Resetting the
+        # offset alone left (this extent, 0) in memory through flush_writes, and a Ctrl-C
+        # there saved it: the rerun wrote and counted the whole extent again.
+        with _batch_then_interrupt():
+            state.extent, state.offset = ext_no + 1, 0
     engine.flush_writes(list(plan.extents))
 
 
