@@ -31,6 +31,7 @@ from openslob.host.procfs import PROC, _read_optional
 CLIENT_NICE = -20  # the highest: the client's CPU is small, its latency is what matters
 AUTOGROUP_ENABLED = PROC / "sys/kernel/sched_autogroup_enabled"
 SELF_AUTOGROUP = PROC / "self/autogroup"
+NOT_NEEDED = "not needed: the sessions are threads of the server process"
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class Priority:
         said = f"the client ran at {' and '.join(took)}" if took else "the client ran as started"
         if self.reason:
             said += f" ({self.reason})"
-        if (self.nice is None or self.reason) and not (self.reason or "").startswith("not "):
+        if (self.nice is None or self.reason) and self.reason != NOT_NEEDED:
             said += (
                 "; where the sessions saturate the CPUs they may wait for it between CALLs"
                 " (window.call_gap_pct)"
@@ -101,12 +102,7 @@ def raised(wanted: bool, needed: bool = True) -> Iterator[Priority]:
     preempts the server's threads as each result arrives (MariaDB at 256 sessions: the gap
     between CALLs 1.3 % -> 1.7 %), so it is left alone."""
     if not wanted or not needed:
-        reason = (
-            "CLIENT_PRIORITY is off"
-            if not wanted
-            else "not needed: the sessions are threads of the server process"
-        )
-        yield Priority(None, None, reason)
+        yield Priority(None, None, "CLIENT_PRIORITY is off" if not wanted else NOT_NEEDED)
         return
     nice_before = os.getpriority(os.PRIO_PROCESS, 0)
     group_before = autogroup_nice()

@@ -34,29 +34,9 @@ from openslob.model.loop import LOOP_RESULT, MERGE_BY_KEY, Merge
 
 def merge_results(total: dict[str, Any] | None, part: dict[str, Any]) -> dict[str, Any]:
     """Two loop results as one (a new dict: readers in other threads see whole values); each
-    key merges as model/loop.py declares it (an undeclared number adds up)."""
-    if total is None:
-        return {k: v for k, v in part.items() if MERGE_BY_KEY.get(k) is not Merge.PER_CALL}
-    merged = dict(total)
-    for key, value in part.items():
-        how = MERGE_BY_KEY.get(key, Merge.SUM)
-        if how is Merge.PER_CALL:
-            continue
-        if how is Merge.FIRST:
-            merged.setdefault(key, value)
-        elif how is Merge.LAST or merged.get(key) is None:
-            merged[key] = value
-        elif how is Merge.MAX:
-            if value is not None:
-                merged[key] = max(merged[key], value)
-        elif how is Merge.HISTOGRAM:
-            hist = dict(merged[key])
-            for idx, count in (value or {}).items():
-                hist[idx] = hist.get(idx, 0) + count
-            merged[key] = hist
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            merged[key] += value
-    return merged
+    key merges as model/loop.py declares it (an undeclared number adds up). merge_into on a
+    copy of `total` with its own histograms: one set of rules for both."""
+    return merge_into(None if total is None else merge_into(None, total), part)
 
 
 def merge_into(total: dict[str, Any] | None, part: dict[str, Any]) -> dict[str, Any]:
