@@ -23,7 +23,7 @@ from openslob.model.rate import littles_law_warning
 from openslob.model.states import Phase, RunStatus
 from openslob.results.record import RunRecord
 from openslob.runner import clocks
-from openslob.runner.intervals import IntervalBook, Schedule, merge_results
+from openslob.runner.intervals import IntervalBook, Schedule, merge_into
 from openslob.runner.loopconf import loop_conf
 from openslob.runner.pipeline import QUEUED, drain, past
 from openslob.runner.prepare import Notice
@@ -170,7 +170,9 @@ class Calls:
         outcome = self.record.sessions[session.id]
         self.carry[session.id] = result.get(LOOP_RESULT.next.key) or {}
         book.returned(session.id, outcome.instance, index, result)
-        setattr(outcome, name, merge_results(getattr(outcome, name), result))
+        # in place: the session's phase total is this event loop's until the phase ends (a
+        # checkpoint reads the sampler's closed intervals, not this)
+        setattr(outcome, name, merge_into(getattr(outcome, name), result))
         if name == Phase.WINDOW:  # the loop's own transactions (released snapshots)
             own = int(result.get(LOOP_RESULT.own_commits.key) or 0)
             self.instances[outcome.instance].record.own_commits += own

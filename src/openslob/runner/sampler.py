@@ -22,7 +22,7 @@ from openslob.model.histogram import Histogram
 from openslob.model.perinstance import instance_keys
 from openslob.model.states import Phase, RunStatus
 from openslob.results.record import InstanceRecord, RunRecord
-from openslob.runner.intervals import Interval, Schedule, merge_results
+from openslob.runner.intervals import Interval, Schedule, merge_into
 from openslob.runner.record import RunInstance, first_line
 from openslob.runner.timeseries import InstanceView, build_row, figure_keys
 
@@ -244,10 +244,10 @@ class Sampler(threading.Thread):
         self, interval: Interval, db_cur: Snapshots, host_cur: Hosts, end: float | None
     ) -> None:
         """Add a closed window interval to what a checkpoint saves, and save one when due."""
+        # in place: the closed sessions' sums are this thread's (a checkpoint is built and
+        # written here, before the next interval adds to them)
         for session, result in interval.by_session.items():
-            self._closed_sessions[session] = merge_results(
-                self._closed_sessions.get(session), result
-            )
+            self._closed_sessions[session] = merge_into(self._closed_sessions.get(session), result)
         for instance, commits in interval.own_commits.items():
             self._closed_commits[instance] = self._closed_commits.get(instance, 0) + commits
         now = time.monotonic()
