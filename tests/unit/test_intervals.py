@@ -101,6 +101,23 @@ def test_an_interval_closes_once_every_session_covered_it_and_one_started_later(
     assert interval.by_session[1]["ops_select"] == 4 and interval.by_session[2]["ops_select"] == 6
 
 
+def test_two_calls_of_one_session_in_an_interval_sum_without_changing_either_result() -> None:
+    """A session's first result is kept as it came (no copy per CALL); a second CALL in the
+    same interval (one that ended early) is summed into a copy, never into a result."""
+    book, closed = _new_book([1])
+    first = {"ops_select": 4, "hist_select": {"3": 2}}
+    second = {"ops_select": 1, "hist_select": {"3": 1, "9": 1}}
+    book.starting(1, 0.0)
+    book.returned(1, 0, 1, first)
+    book.returned(1, 0, 1, second)
+    book.starting(1, 1.0)
+    book.close_ready()
+    mine = closed[0][0].by_session[1]
+    assert mine["ops_select"] == 5 and mine["hist_select"] == {"3": 3, "9": 1}
+    assert first == {"ops_select": 4, "hist_select": {"3": 2}}
+    assert second == {"ops_select": 1, "hist_select": {"3": 1, "9": 1}}
+
+
 def test_one_session_closes_its_interval_as_its_next_call_leaves() -> None:
     """The 1-session case (issue 31): the interval closes when the next CALL is sent, so the
     counters read at that moment hold exactly that interval's work."""

@@ -111,7 +111,10 @@ class Interval:
         # in place: an open interval is this event loop's alone until it closes
         self.results[instance] = merge_into(self.results.get(instance), result)
         if session is not None:
-            self.by_session[session] = merge_into(self.by_session.get(session), result)
+            # the session's CALL of the interval as it came (nothing changes a result after
+            # it arrives); a second one (a CALL that ended early) is summed into a copy
+            mine = self.by_session.get(session)
+            self.by_session[session] = result if mine is None else merge_results(mine, result)
         commits = int(result.get(LOOP_RESULT.own_commits.key) or 0)
         self.own_commits[instance] = self.own_commits.get(instance, 0) + commits
 
