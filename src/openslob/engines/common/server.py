@@ -106,10 +106,14 @@ def process_running(pid: int) -> bool:
 
 def wait_until_stopped(pid: int, timeout: float = 10, zombie_grace_s: float = 2) -> bool:
     """True once the process is gone. A zombie counts as stopped after `zombie_grace_s`:
-    its parent (init, usually) reaps it within milliseconds, except where it never will."""
+    its parent (init, usually) reaps it within milliseconds, except where it never will.
+    A server this process launched is its child, and only it can reap it: so it does (a
+    stopped server then leaves no zombie behind until the client exits)."""
     deadline = time.monotonic() + timeout
     zombie_since: float | None = None
     while (now := time.monotonic()) < deadline:
+        with contextlib.suppress(ChildProcessError):  # not our child: its parent reaps it
+            os.waitpid(pid, os.WNOHANG)
         if not Path(f"/proc/{pid}").exists():
             return True
         if not process_running(pid):
@@ -120,6 +124,9 @@ def wait_until_stopped(pid: int, timeout: float = 10, zombie_grace_s: float = 2)
     return False
 
 
+KILL_WAIT_S = 10  # a SIGKILLed process is gone within milliseconds; a stuck D state longer
+
+
 def stop_process(pid: int, timeout: float) -> None:
     """SIGTERM, then SIGKILL when it has not exited within `timeout` seconds."""
     with contextlib.suppress(ProcessLookupError):
@@ -127,6 +134,7 @@ def stop_process(pid: int, timeout: float) -> None:
     if not wait_until_stopped(pid, timeout):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+        wait_until_stopped(pid, KILL_WAIT_S)  # gone (and reaped, when ours) before we return
 
 
 def find_processes(matches: Callable[[Path], bool]) -> list[int]:
