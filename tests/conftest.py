@@ -18,6 +18,16 @@ from openslob.cli import cli
 from openslob.engines.mariadb.server import EmbeddedMariaDB
 from openslob.engines.postgres.server import EmbeddedServer
 
+CAP_SYS_NICE = 23  # linux/capability.h
+
+
+def may_raise_priority() -> bool:
+    """CAP_SYS_NICE in this process's effective set: the client may take nice -20 (root
+    here; not in every container)."""
+    with open("/proc/self/status") as fh:
+        caps = next(line for line in fh if line.startswith("CapEff:")).split()[1]
+    return bool(int(caps, 16) >> CAP_SYS_NICE & 1)
+
 
 def make_base_dir(prefix: str) -> Path:
     """A temp dir the unprivileged server user can traverse (pytest's own is 0700)."""

@@ -29,7 +29,7 @@ from openslob.model.histogram import Histogram, bucket_index
 from openslob.report.plots import petal_points
 from openslob.results.collect import find_runs
 from openslob.results.schema import validate_run
-from tests.conftest import invoke, make_base_dir, slob_subprocess
+from tests.conftest import invoke, make_base_dir, may_raise_priority, slob_subprocess
 
 TARGETS = {"postgresql": "embedded", "mariadb": "embedded-mariadb"}
 DATA = ["--schemas", "2", "--scale", "4000", "--scan-table-sz", "0"]
@@ -182,13 +182,6 @@ def test_intervals_are_in_step_for_1_2_and_4_sessions(loaded, base: Path, tmp_pa
             ), row
 
 
-def _may_raise_priority() -> bool:
-    """CAP_SYS_NICE (bit 23) in this process's effective set: the client may take nice -20."""
-    with open("/proc/self/status") as fh:
-        caps = next(line for line in fh if line.startswith("CapEff:")).split()[1]
-    return bool(int(caps, 16) >> 23 & 1)
-
-
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -243,7 +236,7 @@ def _intervals_add_up_to_the_window(
     # PostgreSQL's sessions are processes of their own: the client ran at nice -20 (root
     # here), its autogroup too where the kernel has them; MariaDB's are threads: left alone
     took = run["client"]["priority"]
-    if run["engine"]["name"] == "postgresql" and _may_raise_priority():
+    if run["engine"]["name"] == "postgresql" and may_raise_priority():
         assert took["nice"] == -20 and took["reason"] is None, took
         assert any(n.startswith("the client ran at nice -20") for n in run["notes"])
     elif run["engine"]["name"] == "postgresql":  # a root without CAP_SYS_NICE: said why

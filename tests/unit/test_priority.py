@@ -13,18 +13,9 @@ import threading
 import pytest
 
 from openslob.host import priority
+from tests.conftest import may_raise_priority
 
-CAP_SYS_NICE = 23  # linux/capability.h
-
-
-def _may_raise() -> bool:
-    """CAP_SYS_NICE in this process's effective set (root here; not in every container)."""
-    with open("/proc/self/status") as fh:
-        caps = next(line for line in fh if line.startswith("CapEff:")).split()[1]
-    return bool(int(caps, 16) >> CAP_SYS_NICE & 1)
-
-
-needs_cap = pytest.mark.skipif(not _may_raise(), reason="needs CAP_SYS_NICE (root here)")
+needs_cap = pytest.mark.skipif(not may_raise_priority(), reason="needs CAP_SYS_NICE (root here)")
 
 
 def _thread_nice(tid: int) -> int:

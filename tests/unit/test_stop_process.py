@@ -10,22 +10,24 @@ from pathlib import Path
 
 from openslob.engines.common.server import stop_process
 
-IGNORES_TERM = (
-    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-    "print('ready', flush=True); time.sleep(60)"
-)
+IGNORE_TERM = "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
 
 
-def _child(code: str) -> subprocess.Popen[str]:
+def _child(*, ignore_term: bool = False) -> subprocess.Popen[str]:
+    """A child that says ready, then sleeps a minute (SIGTERM ignored when asked)."""
+    code = (IGNORE_TERM if ignore_term else "") + "import time; print('ready', flush=True); "
     proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True
+        [sys.executable, "-c", code + "time.sleep(60)"],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     return proc
 
 
 def test_a_stopped_child_is_reaped_before_stop_returns() -> None:
-    proc = _child("import time; print('ready', flush=True); time.sleep(60)")
+    proc = _child()
     started = time.monotonic()
     stop_process(proc.pid, 10)
     assert not Path(f"/proc/{proc.pid}").exists()  # no zombie of ours left behind
@@ -34,7 +36,7 @@ def test_a_stopped_child_is_reaped_before_stop_returns() -> None:
 
 
 def test_a_child_that_ignores_sigterm_is_killed_and_gone_before_stop_returns() -> None:
-    proc = _child(IGNORES_TERM)
+    proc = _child(ignore_term=True)
     stop_process(proc.pid, 0.5)
     assert not Path(f"/proc/{proc.pid}").exists()
     assert proc.poll() is not None
