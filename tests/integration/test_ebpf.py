@@ -1,17 +1,14 @@
 """Latency layers traced in the kernel (host/ebpf.py) on the real private PostgreSQL: every
 layer has counts and p50/p99 per interval and for the window, the intervals' histograms add
 up to the window's, the counts reconcile with pg_stat_io and /proc/diskstats within the
-stated bound, the bucket formula run by bpftrace is model/histogram.py's, and without
-bpftrace on PATH the layers are null with the reason and the run is otherwise the same; and
-one short MariaDB run (its read calls against performance_schema)."""
+stated bound, and untraced the layers are null with the reason and the run is otherwise the
+same; and one short MariaDB run (its read calls against performance_schema). The programs'
+bucket formula runs in the kernel in tests/unit/test_bpf_object.py."""
 
 from __future__ import annotations
 
 import csv
 import json
-import os
-import random
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +17,6 @@ from hdrh.log import HistogramLogReader
 
 from openslob.engines.postgres.server import EmbeddedServer
 from openslob.host import ebpf
-from openslob.model.histogram import bucket_index
 from openslob.results.layers import RECONCILE_BOUND_PCT, RECONCILE_MIN_PER_S
 from openslob.results.schema import validate_run
 from tests.conftest import invoke, private_mariadb
@@ -101,65 +97,61 @@ def test_counts_reconcile_within_the_stated_bound(traced) -> None:
             assert abs(check["difference_pct"]) <= RECONCILE_BOUND_PCT[layer], (layer, check)
     assert isinstance(layers["device_read"]["reconciliation"]["skipped_probe_runs"], int)
     assert not [w for w in run["warnings"] if "differ by" in w]
-    # the completions found their issue in the in-flight slot (a wrong check of the slot's
-    # key bits would leave them untimed), and the sizes are whole sectors
+    # the completions were timed (from the block layer's issue stamp, or the issue probe's
+    # entry for disks without one), and the sizes are whole sectors
     for layer in ("device_read", "device_write"):
         assert layers[layer]["reconciliation"]["timed_pct"] >= 80, layers[layer]
         assert layers[layer]["mean_request_bytes"] >= 512, layers[layer]
 
 
-def test_the_kernel_buckets_are_the_op_histograms(tmp_path: Path) -> None:
-    """bpftrace runs the generated bucket code on values across the whole range; each
-    index must be model/histogram.bucket_index of its value."""
-    rng = random.Random(26)
-    values = list(range(0, 300)) + [rng.randrange(1 << rng.randrange(7, 40)) for _ in range(700)]
-    values += [127, 128, 129, 255, 256, 8191, 8192, 2**37 - 1, 2**37, 2**40]
-    probe = "\n".join(
-        f'  $us = (uint64){v};\n{ebpf.bucket_code()}\n  printf("%lld %lld\\n", $us, $idx);'
-        for v in values[:150]
-    )
-    got: dict[int, int] = {}
-    for chunk in range(0, len(values), 150):
-        body = "\n".join(
-            f'  $us = (uint64){v};\n{ebpf.bucket_code()}\n  printf("%lld %lld\\n", $us, $idx);'
-            for v in values[chunk : chunk + 150]
-        )
-        script = tmp_path / "buckets.bt"
-        script.write_text(f"BEGIN {{\n{body}\n  exit();\n}}\n")
-        out = subprocess.run(
-            ["bpftrace", str(script)], capture_output=True, text=True, timeout=120, check=True
-        ).stdout
-        for line in out.splitlines():
-            parts = line.split()
-            if len(parts) == 2 and parts[0].isdigit():
-                got[int(parts[0])] = int(parts[1])
-    assert probe and set(got) == set(values)
-    assert {v: got[v] for v in values} == {v: bucket_index(v) for v in values}
-
-
-def test_without_bpftrace_the_layers_are_null_with_the_reason(
+def test_the_issue_probe_times_requests_as_the_block_layers_stamp_does(
     dataset: EmbeddedServer,  # noqa: F811
     traced,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # a PATH holding every program of the real one but bpftrace
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for directory in os.environ["PATH"].split(os.pathsep):
-        if not Path(directory).is_dir():
-            continue
-        for program in Path(directory).iterdir():
-            link = bin_dir / program.name
-            if program.name != "bpftrace" and not link.exists():
-                link.symlink_to(program)
-    monkeypatch.setenv("PATH", str(bin_dir))
-    run_dir, run = traced_run(dataset, tmp_path)
+    """This machine's disk stamps each request's issue (the block layer's statistics), so
+    the traced runs time requests from that stamp. The other path, for disks that do not
+    (an issue probe and a map keyed by the request), runs here beside it on the same
+    requests: the same completions, all of them timed, and the same distribution."""
+    _, run = traced
+    pid = int((dataset.data_dir / "pgdata" / "postmaster.pid").read_text().split()[0])
+    devices = run["host"]["devices"]
+    names = [d["name"] for d in devices]
+    stamps = ebpf.Tracer(pid, names)
+    probe = ebpf.Tracer(pid, names, use_stamps=False)
+    assert stamps.start() is None and probe.start() is None
+    try:
+        slob_run(dataset, tmp_path, RUN_TIME=3, WARMUP=0, UPDATE_PCT=30)
+        a, b = stamps.read(), probe.read()
+    finally:
+        stamps.stop()
+        probe.stop()
+    for layer in ("device_read", "device_write"):
+        assert a.completed[layer] > 1000, (layer, a.completed)
+        # both count every completion; the probe times all but the requests ended without
+        # being issued (empty pre-flush writes), which the stamps do not time either
+        assert b.completed[layer] == a.completed[layer], layer
+        untimed = a.completed[layer] - a.hists[layer].count
+        assert b.hists[layer].count == pytest.approx(a.hists[layer].count, abs=2), layer
+        assert untimed <= 0.02 * a.completed[layer], (layer, untimed)
+        for pct in (50, 90, 99):  # the probe fires just before the stamp: a few µs apart
+            ours, kernels = b.hists[layer].percentile_us(pct), a.hists[layer].percentile_us(pct)
+            assert ours == pytest.approx(kernels, rel=0.05, abs=3), (layer, pct)
+
+
+def test_untraced_the_layers_are_null_with_the_reason_and_the_run_the_same(
+    dataset: EmbeddedServer,  # noqa: F811
+    traced,
+    tmp_path: Path,
+) -> None:
+    run_dir, run = slob_run(
+        dataset, tmp_path, RUN_TIME=4, WARMUP=1, UPDATE_PCT=30, THREADS_PER_SCHEMA=2
+    )
     validate_run(run)
     layers = run["latency_layers"]
     assert layers["op"]["window"]["count"] > 0 and layers["op"]["reason"] is None
     for layer in TRACED:
-        assert "bpftrace is not installed" in layers[layer]["reason"]
+        assert layers[layer]["reason"] == ebpf.NOT_ASKED
         assert layers[layer]["per_s"] is None and "reconciliation" not in layers[layer]
         assert set(layers[layer]["window"].values()) == {None}
         assert not (run_dir / f"{layer}.hlog").exists()
@@ -171,6 +163,10 @@ def test_without_bpftrace_the_layers_are_null_with_the_reason(
     with (run_dir / "timeseries.csv").open() as a, (traced_dir / "timeseries.csv").open() as b:
         assert a.readline() == b.readline()
     assert run["status"] == "complete" and run["metrics"]["slobops_per_s"] > 0
+    # and no program of ours is left attached after the traced run: its note says how many
+    # readings it took, and the untraced run has no such note
+    assert any("openslob's BPF programs" in n for n in traced_json["notes"])
+    assert not any("BPF programs" in n for n in run["notes"])
 
 
 def test_mariadb_read_calls_reconcile_with_performance_schema(tmp_path: Path) -> None:

@@ -1,62 +1,64 @@
-"""Server-free parts of the kernel latency layers (host/ebpf.py, results/layers.py): the
-generated script, the parsing of bpftrace's prints, interval differences that add up to the
-window, and the run.json block with its reconciliation. The bucket code is run by bpftrace
-(against model/histogram.py for ~1,000 values) in tests/integration/test_ebpf.py."""
+"""Server-free parts of the kernel latency layers (host/ebpf.py, host/libbpf.py,
+results/layers.py): the programs' config, the reasons when they cannot run, interval
+differences that add up to the window, and the run.json block with its reconciliation. The
+programs themselves run in the kernel in tests/unit/test_bpf_object.py (the bucket formula,
+against model/histogram.py) and tests/integration/test_ebpf.py (real runs)."""
 
 from __future__ import annotations
 
+import ctypes
 import itertools
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
-from openslob.host import ebpf
-from openslob.model.histogram import LINEAR_LIMIT, SLOTS, SUB_BUCKETS, Histogram, bucket_index
+from openslob.host import ebpf, libbpf
+from openslob.model.histogram import SLOTS, Histogram, bucket_index
 from openslob.model.metrics import METRICS
 from openslob.results.layers import RECONCILE_BOUND_PCT, latency_layers
 
 
-def test_the_script_has_every_placeholder_filled() -> None:
+def test_the_config_names_the_server_its_disks_and_the_syscalls() -> None:
     devs = [ebpf.kernel_dev(254, 0), ebpf.kernel_dev(8, 16)]
-    text = ebpf.script(4242, devs, client_pid=77, every_ms=100)
-    assert "@@" not in text
-    assert "pid == 4242 || curtask->real_parent->tgid == 4242" in text
-    # each data device gets its own small number in the in-flight key, others 0
-    assert f"if (args->dev == {254 << 20}) {{ $d = 1; }}" in text
-    assert f"else if (args->dev == {(8 << 20) | 16}) {{ $d = 2; }}" in text
-    assert f"args->sector * {ebpf.DEVICES_MAX} + (uint64)$d" in text
-    # the client (and only it) asks for a print with a pid no process has
-    assert f"pid == 77 && args->pid == {ebpf.ASK_PID}" in text and ebpf.ASK_PID > 1 << 22
-    assert "interval:ms:100" in text
-    # the bucket code uses the histogram's own constants, under one integer key per layer
-    code = ebpf.bucket_code()
-    assert f">= {LINEAR_LIMIT}" in code and f"{SUB_BUCKETS} * $e" in code
-    assert f"> {SLOTS - 1}" in code and SLOTS <= ebpf.KEY_STRIDE
+    got = ebpf.config(4242, devs, machine="x86_64")
+    assert got.server_tgid == 4242 and got.ndevs == 2
+    assert list(got.devs)[:2] == [254 << 20, (8 << 20) | 16] and set(list(got.devs)[2:]) == {0}
+    assert (list(got.read_nr), list(got.sync_nr)) == ([17, 295, 327], [74, 75])
+    # the generic syscall table (arm64): other numbers for the same calls
+    assert list(ebpf.config(1, devs, machine="aarch64").read_nr) == [67, 69, 286]
+    # more disks than the programs compare with: the first DEVS_MAX
+    many = ebpf.config(1, list(range(1, 20)), machine="x86_64")
+    assert many.ndevs == ebpf.DEVS_MAX and list(many.devs) == list(range(1, ebpf.DEVS_MAX + 1))
+    assert got.use_stamps == 1 and ebpf.config(1, devs, "x86_64", use_stamps=False).use_stamps == 0
+    # the layout the C source declares: 2 + DEVS_MAX + 3 + 2 + 1 u32 words
+    assert ctypes.sizeof(ebpf.Config) == 4 * (2 + ebpf.DEVS_MAX + 6)
+    assert ebpf.VALUE_WORDS == SLOTS + 2
 
 
-S = ebpf.KEY_STRIDE
-PRINT = f"""Attaching 12 probes...
-@h[98]: 10
-@h[420]: 2
-@h[{2 * S + 65}]: 7
-@h[{3 * S + 55}]: 1
-
-@s[2]: 112
-@s[3]: 16
-
-@u[2]: 1
-"""
+def test_a_missing_libbpf_is_a_reason_not_an_error() -> None:
+    lib, reason = libbpf.load_library("libbpf-openslob-absent.so.9")
+    assert lib is None and reason is not None
+    assert "libbpf-openslob-absent.so.9 cannot be used" in reason and "libbpf1" in reason
 
 
-def test_a_print_is_parsed_into_the_layers() -> None:
-    got = ebpf.parse_print(PRINT.splitlines())
-    assert got.hists["db_read_call"].counts == {98: 10, 420: 2}
-    assert got.hists["device_read"].counts == {65: 7}
-    assert got.hists["device_write"].counts == {55: 1}
-    assert "log_sync" not in got.hists
-    assert got.bytes == {"device_read": 57344, "device_write": 8192}
-    # completions: the timed ones and those whose issue was not seen
-    assert got.completed == {"device_read": 8, "device_write": 1}
+def test_without_the_capabilities_the_layers_say_so() -> None:
+    """A real process without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN (setpriv takes them
+    from its bounding set, as a container does), not a faked check."""
+    code = "from openslob.host import ebpf; print(ebpf.unavailable_reason(1, ['x']))"
+    drop = "-bpf,-perfmon,-sys_admin"
+    command = [sys.executable, "-"]
+    if os.geteuid() == 0:  # else this process has none of them already
+        command = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}", *command]
+    # the code on stdin: the tier refuses "openslob" in a child's arguments
+    out = subprocess.run(command, input=code, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == (
+        "not traced: eBPF tracing needs root on the database's host "
+        "(CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN)"
+    )
+    assert ebpf.unavailable_reason(None, ["x"]).startswith("not traced: the server is not on")
 
 
 def _cumulative(counts: dict[int, int], completed: int = 0) -> ebpf.Cumulative:
@@ -133,9 +135,9 @@ def test_the_block_has_every_layer_and_reconciles() -> None:
 
 
 def test_untraced_layers_are_null_with_the_reason() -> None:
-    layers, warnings = latency_layers(_run(100.0, 100.0), None, "not traced: no bpftrace")
+    layers, warnings = latency_layers(_run(100.0, 100.0), None, "not traced: no libbpf")
     assert layers["op"]["reason"] is None and warnings == []
     for layer in ebpf.TRACED_LAYERS:
-        assert layers[layer]["reason"] == "not traced: no bpftrace"
+        assert layers[layer]["reason"] == "not traced: no libbpf"
         assert layers[layer]["per_s"] is None
         assert set(layers[layer]["window"].values()) == {None}

@@ -204,7 +204,7 @@ def test_run_with_external_csv_lands_in_run_json_text_and_html(tmp_path: Path) -
 
 
 def test_traced_layer_null_shows_its_reason() -> None:
-    reason = "bpftrace is not installed"
+    reason = "libbpf.so.1 cannot be used"
     nulls = dict.fromkeys(("count", "p50_us", "p90_us", "p99_us", "p999_us", "max_us"))
     call = {"measured_at": "pread64", "window": nulls, "per_s": None, "reason": reason}
     traced = {"db_read_call": call}
@@ -252,7 +252,7 @@ def test_traced_layers_render_per_interval_and_warn_through_add_layers() -> None
 
 def test_an_unmeasured_layer_between_is_skipped() -> None:
     op = layer("op", {"p99": 900.0})
-    call = layer("db_read_call", {"p99": None}, reason="no bpftrace")
+    call = layer("db_read_call", {"p99": None}, reason="no libbpf")
     device = layer("device_read", {"p99": 1000.0})
     (warning,) = order_warnings([op, call, device])
     assert "op (at op) is faster than device_read beneath it" in warning

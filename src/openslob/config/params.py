@@ -82,7 +82,7 @@ class Params:
     ss_ramp: float  # seconds
     stop_on_steady: bool
     external_series: str  # a file path; "" for none
-    trace_layers: bool  # bpftrace latency layers (host/ebpf.py); costs, so opt-in
+    trace_layers: bool  # kernel-traced latency layers (host/ebpf.py); they cost, so opt-in
     client_priority: bool  # nice -20 for the client during a run (host/priority.py)
     cliff: str  # the live cliff rule (model/cliff.py), "off" for none
     cliff_window: int  # intervals in the cliff rule's trailing baseline

@@ -199,7 +199,7 @@ def execute(
     observers = observers or Observers()
     notice, sinks = observers.notice, observers.sinks
     steady = SteadySink.of(config)  # first: the sinks after it see its columns
-    # before the warm-up, so the window's first interval has a print to count from
+    # before the warm-up, so the window's first interval has a reading to count from
     tracer, untraced = ebpf.start_tracing(
         [(i.server_pid, i.devices) for i, _, _ in parts], asked=config.p.trace_layers
     )
@@ -231,8 +231,6 @@ def execute(
             file.close()
         skipped = tracer.skipped() if tracer is not None else None
         if tracer is not None:
-            untraced = tracer.died()
-            layers = None if untraced else layers
             controller.record.notes.append(tracer.note())
             tracer.stop()
     for info, prep in zip(infos, prepared.instances, strict=True):
