@@ -264,8 +264,9 @@ OPTIONS: tuple[Option, ...] = (
         "TRACE_LAYERS", "bool", False,
         "on: trace the database's read calls, its log syncs and the block device in the "
         "kernel (BPF programs of openslob's; root on the database's host, libbpf) as latency "
-        "distributions per interval. Off by default: the probes cost ~1.5 % of the server's "
-        "CPU (bench/ebpf_cost.py), and a monitor must not change what it measures.",
+        "distributions per interval. Off by default: tracing every I/O costs ~2-3 % of "
+        "SLOBops/s at 32 sessions on the 2-vCPU test VM (bench/ebpf_cost.py), and a monitor "
+        "must not change what it measures.",
         RUN_SCOPES, slob=False, metavar="on|off",
     ),
     Option(
