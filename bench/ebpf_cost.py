@@ -59,7 +59,6 @@ COLUMNS = (
     ("  less kernel timing", lambda r: _probes_of_server(r, corrected=True), 2),
     ("probe ns per read", lambda r: _probe_ns_per_read(r), 0),
 )  # fmt: skip
-BPF_STATS = Path("/proc/sys/kernel/bpf_stats_enabled")
 _PROBES = re.compile(r"its probes ([0-9.]+) s of CPU in ([0-9.]+) s, of which ([0-9.]+) s")
 
 
@@ -102,7 +101,7 @@ def _per_op(run: dict[str, Any], key: str) -> float | None:
     return value / (ops * seconds) * 1e6 if value is not None and ops and seconds else None
 
 
-# A child that is "the server": it reads one cached 8 KiB block with pread, CALLS times in
+# A child that is "the server": it reads one cached 8 KiB block with pread, `calls` times in
 # a row, five times, and prints its best ns per call (the probes' cost without the device's
 # noise: each call passes the traced enter and exit, as a database's read call does)
 _PREADS = """
@@ -226,9 +225,9 @@ def main() -> None:
     data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 128, "WARMUP": 1}
     data["UPDATE_PCT"] = args.update_pct
     results = Path(tempfile.mkdtemp(prefix="ebpf-cost-"))
-    stats_before = BPF_STATS.read_text() if args.bpf_stats else None
+    stats_before = ebpf.BPF_STATS.read_text() if args.bpf_stats else None
     if args.bpf_stats:  # the kernel times each program run (two clock reads a run)
-        BPF_STATS.write_text("1\n")
+        ebpf.BPF_STATS.write_text("1\n")
     print(
         f"ebpf_cost: pio, UPDATE_PCT {args.update_pct}, {args.seconds:g} s per run, "
         f"{args.repeats} repeats (off/on alternated); median (min, max) of each"
@@ -263,7 +262,7 @@ def main() -> None:
             _print(sessions, runs)
     finally:
         if stats_before is not None:
-            BPF_STATS.write_text(stats_before)
+            ebpf.BPF_STATS.write_text(stats_before)
         bench.close()
     print("ratio = median on / median off; goal: SLOBops/s and server CPU within 2 %")
 

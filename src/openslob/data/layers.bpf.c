@@ -34,7 +34,6 @@ typedef unsigned int u32;
 #define SUB_SHIFT 6      // log2(SUB_BUCKETS): [64, 128) holds the mantissa
 #define LAYERS 4
 #define DEVS_MAX 8
-#define SYSCALLS 5
 
 #define DB_READ_CALL 0
 #define LOG_SYNC 1

@@ -131,21 +131,25 @@ class BpfObject:
             self.close()
             raise
 
-    def _set_rodata(self, rodata: bytes) -> None:
+    def _section_map(self, suffix: str) -> int:
+        """The map libbpf made of a global data section (`.rodata`, `.bss`): its name is
+        the object's name cut short, then the section's."""
         current = self._lib.bpf_object__next_map(self._obj, None)
         while current:
-            name = self._lib.bpf_map__name(current) or b""
-            if name.endswith(b".rodata"):
-                size = self._lib.bpf_map__value_size(current)
-                if size != len(rodata):
-                    raise BpfError(f"the object's config is {size} bytes, not {len(rodata)}")
-                buffer = ctypes.create_string_buffer(rodata, len(rodata))
-                code = self._lib.bpf_map__set_initial_value(current, buffer, len(rodata))
-                if code != 0:
-                    raise _failed("setting the programs' config", code)
-                return
+            if (self._lib.bpf_map__name(current) or b"").endswith(suffix.encode()):
+                return int(current)
             current = self._lib.bpf_object__next_map(self._obj, current)
-        raise BpfError("the BPF object has no config (.rodata)")
+        raise BpfError(f"the BPF object has no {suffix}")
+
+    def _set_rodata(self, rodata: bytes) -> None:
+        found = self._section_map(".rodata")
+        size = self._lib.bpf_map__value_size(found)
+        if size != len(rodata):
+            raise BpfError(f"the object's config is {size} bytes, not {len(rodata)}")
+        buffer = ctypes.create_string_buffer(rodata, len(rodata))
+        code = self._lib.bpf_map__set_initial_value(found, buffer, len(rodata))
+        if code != 0:
+            raise _failed("setting the programs' config", code)
 
     def _program(self, name: str) -> int:
         program = self._lib.bpf_object__find_program_by_name(self._obj, name.encode())
@@ -183,14 +187,10 @@ class BpfObject:
     def section(self, suffix: str) -> bytes:
         """The current bytes of a global data section (`.bss`, `.data`) the programs write:
         an array map of one entry, the whole section."""
-        current = self._lib.bpf_object__next_map(self._obj, None)
-        while current:
-            if (self._lib.bpf_map__name(current) or b"").endswith(suffix.encode()):
-                buffer = ctypes.create_string_buffer(self._lib.bpf_map__value_size(current))
-                self.lookup(self._lib.bpf_map__fd(current), 0, buffer)
-                return buffer.raw
-            current = self._lib.bpf_object__next_map(self._obj, current)
-        raise BpfError(f"the BPF object has no {suffix}")
+        found = self._section_map(suffix)
+        buffer = ctypes.create_string_buffer(self._lib.bpf_map__value_size(found))
+        self.lookup(self._lib.bpf_map__fd(found), 0, buffer)
+        return buffer.raw
 
     def lookup(self, fd: int, key: int, buffer: ctypes.Array[ctypes.c_char]) -> None:
         """The value of u32 `key` into `buffer` (a per-CPU map: one value per possible CPU,
