@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Iterator
 
@@ -169,6 +170,67 @@ def test_one_call_for_two_seconds_with_20_pct_updates(
     assert metrics["commits_per_s"] == pytest.approx(result["ops_update"] / window, rel=0.2)
     assert metrics["db_time_s"] is None and metrics["wal_records_per_s"] is None
     assert any("redo" in note for note in stats.notes(after))
+
+
+def test_a_streaming_call_returns_each_interval_as_it_ends(
+    server: EmbeddedMariaDB, engine: MariaDBEngine
+) -> None:
+    """With `stream`, one CALL runs the phase and each interval's result reaches the client
+    at that interval's end (not when the CALL ends): counts of its own, the op counter and
+    the random stream carried on inside the CALL, the last result ending the CALL; then the
+    session takes its next CALL as usual, and a kill in the middle ends the stream."""
+    backend = MariaDBRunBackend(server.connect_kwargs(), "openslob-test-stream")
+    cfg = config(UPDATE_PCT="20")
+
+    async def scenario() -> tuple[list[tuple[dict, float]], dict, BaseException | None]:
+        session = await backend.open_session(1, "user2")
+        try:
+            start = time.time() + 0.3
+            conf = loop_conf(
+                cfg, record=True, start_epoch=start, until_epoch=start + 2.0, loops=0,
+                seed=0.5, interval_s=0.5, stream=True,
+            )  # fmt: skip
+            await backend.send(session, conf)
+            arrived = []
+            while session.in_flight:
+                result = await backend.receive(session)
+                arrived.append((result, time.time()))
+            after = await backend.call(session, {**conf, "stream": False, "carry": True})
+            killed = None
+            start = time.time()
+            await backend.send(session, {**conf, "start_epoch": start, "until_epoch": start + 60})
+            first = await backend.receive(session)  # the stream has begun
+            assert first["call_ended"] is False and session.in_flight == 1
+            await backend.cancel(session)
+            try:
+                while session.in_flight:
+                    await asyncio.wait_for(backend.receive(session), timeout=5)
+            except pymysql.err.OperationalError as exc:
+                killed = exc
+            return arrived, after, killed
+        finally:
+            await backend.close(session)
+
+    arrived, after, killed = _run(scenario())
+    backend.shutdown()
+    results = [r for r, _ in arrived]
+    assert [r["interval"] for r in results] == [1, 2, 3, 4]
+    assert [r["call_ended"] for r in results] == [False, False, False, True]
+    for result, at in arrived:
+        # at its own interval's end, not at the CALL's (2 s after the start)
+        assert at - result["ended_epoch"] < 0.25
+        assert result["ended_epoch"] - result["began_epoch"] < 0.75
+        assert result["ops"] == result["ops_select"] + result["ops_update"] > 0
+        selects = Histogram.from_json(result["hist_select"])
+        assert sum(selects.counts.values()) == result["ops_select"]
+    assert results[-1]["ended_epoch"] - results[0]["began_epoch"] == pytest.approx(2, abs=0.3)
+    for earlier, later in itertools.pairwise(results):
+        # the op counter and the random stream go on inside the CALL
+        assert later["next"]["op_base"] == earlier["next"]["op_base"] + later["ops"]
+        assert later["next"]["rng_state"] != earlier["next"]["rng_state"]
+        assert 0 <= later["began_epoch"] - earlier["ended_epoch"] < 0.1
+    assert after["call_ended"] is True  # a CALL without `stream`: one result
+    assert killed is not None and killed.args[0] == QUERY_INTERRUPTED
 
 
 def _wait_until_running(server: EmbeddedMariaDB, thread: int) -> None:

@@ -305,7 +305,9 @@ class RunBackend(Protocol):
     async def receive(self, session: Session) -> dict[str, Any]:
         """The JSON result of the session's oldest CALL in flight (counts, histograms,
         `own_commits`, `interval`, and `next`: what the next CALL continues from, which the
-        loop also keeps in the server for a CALL sent with `carry`)."""
+        loop also keeps in the server for a CALL sent with `carry`). With `stream` in its
+        conf (Capabilities.streams_intervals) a CALL returns one result per interval as each
+        ends, `call_ended` false but for its last: the CALL stays in flight until then."""
 
     async def publish_stats(self, session: Session) -> bool:
         """Make the session publish its statistics; True when that ran one transaction."""

@@ -78,6 +78,10 @@ class Capabilities:
     # them, needs its priority raised to keep up (host/priority.py); threads of one server
     # process share its group and leave the client its share
     session_processes: bool = False
+    # its loop can run a whole phase in one CALL and return each interval's result as the
+    # interval ends (the database's counters move while a statement runs, so the sampler's
+    # reads as an interval closes are its own): no CALL ends at each boundary (issue 30)
+    streams_intervals: bool = False
 
 
 @runtime_checkable

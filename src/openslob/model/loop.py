@@ -11,7 +11,10 @@ A phase's CALLs are pipelined (runner/phase.py): the next is sent while one runs
 cannot carry on from that one's result. The loop therefore cuts its own CALL at the next
 boundary start_epoch + k x interval_s (returning `interval` = k), and keeps its `next` in
 the session (each engine's setting or variable) for a CALL sent with `carry`; the phase's
-first CALL takes `next` from the previous phase's last result instead.
+first CALL takes `next` from the previous phase's last result instead. An engine whose
+counters move while a statement runs (Capabilities.streams_intervals) gets `stream`: its
+CALL then runs the whole phase and returns each interval's result as the interval ends
+(`call_ended` false), so its loop never stops at a boundary.
 
 Each field says its Python type, its SQL type (SqlType: each engine spells it), and:
 - a parameter, the value the loop takes when the conf leaves it out (None: none), and where
@@ -114,6 +117,13 @@ class _Params:
     carry = Param(
         "carry", bool, SqlType.BOOLEAN, False, doc="the NEXT keys: the server's, not the conf's"
     )
+    stream = Param(
+        "stream",
+        bool,
+        SqlType.BOOLEAN,
+        False,
+        doc="one CALL for the phase: each interval's result returned as the interval ends",
+    )
     op_base = Param("op_base", int, SqlType.BIGINT, 0, Source.NEXT, "ops before this CALL")
     next_start = Param("next_start", float, SqlType.FLOAT, None, Source.NEXT, "next due op")
     rng_state = Param("rng_state", int, SqlType.BIGINT, None, Source.NEXT, "a loop's RNG")
@@ -150,6 +160,9 @@ class _Result:
     began_epoch = ResultField("began_epoch", float, SqlType.FLOAT, Merge.FIRST)
     ended_epoch = ResultField("ended_epoch", float, SqlType.FLOAT, Merge.LAST)
     pid = ResultField("pid", int, SqlType.BIGINT, Merge.LAST, "the backend")
+    call_ended = ResultField(
+        "call_ended", bool, SqlType.BOOLEAN, Merge.PER_CALL, "false: a streamed interval"
+    )
     hist_select = ResultField("hist_select", dict, SqlType.JSON, Merge.HISTOGRAM)
     hist_update = ResultField("hist_update", dict, SqlType.JSON, Merge.HISTOGRAM)
     hist_scan = ResultField("hist_scan", dict, SqlType.JSON, Merge.HISTOGRAM)
@@ -220,6 +233,7 @@ class LoopParams:
     nap_s: float
     seed: float | None = None  # left out of the JSON when None: the loop does not reseed
     carry: bool = False  # a phase's CALLs after its first: the server keeps what they carry
+    stream: bool = False  # the engine streams intervals (Capabilities.streams_intervals)
 
     def to_json(self) -> dict[str, Any]:
         """The conf the loops read: every key, but `seed` only when there is one."""

@@ -510,10 +510,19 @@ def _sessions(run: dict[str, Any]) -> list[str]:
     window = run.get("window") or {}
     if window.get("calls"):
         step, gap = fmt(run["config"].get("SAMPLE_INTERVAL")), window.get
+        streamed = window.get("streamed")
+        how = (
+            f"{streamed:,} of them streamed by a CALL that went on"
+            if streamed
+            else "each the end of a CALL"
+            if streamed == 0
+            else "n/a streamed"
+        )
         lines += _wrap(
-            f"CALLs: {window['calls']:,} (one per session per {step} s interval); between a "
-            f"session's CALLs: mean {fmt(gap('call_gap_mean_ms'), 2)} ms, max "
-            f"{fmt(gap('call_gap_max_ms'), 2)} ms, {fmt(gap('call_gap_pct'), 3)} % of its time",
+            f"Interval results: {window['calls']:,} (one per session per {step} s interval; "
+            f"{how}); between a session's results: mean {fmt(gap('call_gap_mean_ms'), 2)} ms, "
+            f"max {fmt(gap('call_gap_max_ms'), 2)} ms, {fmt(gap('call_gap_pct'), 3)} % of its "
+            "time",
             WIDTH,
             indent=7,
         )

@@ -281,14 +281,17 @@ def _ms(seconds: float | None) -> float | None:
 
 
 def _call_gaps(record: RunRecord, seconds: float | None) -> dict[str, Any]:
-    """The window's CALLs and the gaps between a session's consecutive ones (the database's
-    clock), as a share of the sessions' time: what one CALL per interval costs."""
+    """The window's interval results (`streamed`: returned by a CALL that went on) and the
+    gaps between a session's consecutive ones (the database's clock), as a share of the
+    sessions' time: what cutting the window into intervals costs."""
     calls = sum(o.calls for o in record.sessions)
+    streamed = sum(o.streamed for o in record.sessions)
     gaps = sum(max(o.calls - 1, 0) for o in record.sessions)
     total = sum(o.call_gap_sum_s for o in record.sessions)
     busy = seconds * len(record.sessions) if seconds else None
     return {
         "calls": calls,
+        "streamed": streamed,
         "call_gap_mean_ms": round(total / gaps * 1000, 3) if gaps else None,
         "call_gap_max_ms": round(max(o.call_gap_max_s for o in record.sessions) * 1000, 3)
         if gaps

@@ -23,14 +23,17 @@ class SessionOutcome:
     warmup: dict[str, Any] | None = None
     window: dict[str, Any] | None = None
     error: str | None = None
-    # the window's CALLs (one per interval) and the time between one's end and the next's
-    # start, as the database's clock saw them: the cost of cutting the window into intervals
+    # the window's interval results (one per interval: a CALL's, or one a streaming CALL
+    # returned as it went on) and the time between one's end and the next's start, as the
+    # database's clock saw them: the cost of cutting the window into intervals
     calls: int = 0
+    streamed: int = 0  # of them, returned by a CALL that then went on (call_ended false)
     call_gap_sum_s: float = 0.0
     call_gap_max_s: float = 0.0
 
     def add_call(self, result: dict[str, Any], previous_end: float | None) -> None:
         self.calls += 1
+        self.streamed += result.get(LOOP_RESULT.call_ended.key) is False
         began = result.get(LOOP_RESULT.began_epoch.key)
         if previous_end is not None and began is not None:
             gap = max(float(began) - previous_end, 0.0)

@@ -131,6 +131,7 @@ def _run_instance(
         host_via_database=via_database,
         guard=prepared.lock.guard,
         wait_sampling=plugin.capabilities.wait_sampling,
+        streams_intervals=plugin.capabilities.streams_intervals,
         rows_per_mb=plugin.rows_per_mb(settings),
     )
     info = InstanceInfo(

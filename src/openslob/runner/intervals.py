@@ -1,4 +1,4 @@
-"""Sampling intervals of a phase: one loop CALL per session per interval, and their books.
+"""Sampling intervals of a phase: one loop result per session per interval, and their books.
 
 A phase (warm-up or window) is cut at boundaries start + k × SAMPLE_INTERVAL (the last one
 at the phase's planned end). Each session's CALL runs until the next boundary and returns

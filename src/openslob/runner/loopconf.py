@@ -34,6 +34,7 @@ def loop_params(
     rows_per_mb: int = (1 << 20) // 8192,
     interval_s: float | None = None,
     carry: bool = False,
+    stream: bool = False,
 ) -> LoopParams:
     """The loop's parameters for one phase (the config's reads of the loop, all here).
     `rows_per_mb`: the instance's EnginePlugin.rows_per_mb (the hotspot's keys)."""
@@ -68,6 +69,7 @@ def loop_params(
         nap_s=SCHEDULE_NAP_S,
         seed=seed,
         carry=carry,
+        stream=stream,
     )
 
 
@@ -83,6 +85,7 @@ def loop_conf(
     rows_per_mb: int = (1 << 20) // 8192,  # EnginePlugin.rows_per_mb of the instance
     interval_s: float | None = None,
     carry: bool = False,
+    stream: bool = False,
 ) -> dict[str, Any]:
     """The conf JSON of loop_params (model/loop.py declares its keys)."""
     return loop_params(
@@ -96,6 +99,7 @@ def loop_conf(
         rows_per_mb=rows_per_mb,
         interval_s=interval_s,
         carry=carry,
+        stream=stream,
     ).to_json()
 
 

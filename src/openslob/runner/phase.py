@@ -4,7 +4,10 @@ Each session runs CALL after CALL, one per sampling interval (runner/intervals.p
 the phase's end or its WORK_LOOP ops. The CALLs are pipelined (runner/pipeline.py): the next
 waits in the server and starts the moment the running one ends, so no loop waits for this
 client between intervals (12 % of a session's time at 64 sessions on 2 vCPUs when each CALL
-was sent after the previous answer). What the next CALL continues from (RATE schedule, random
+was sent after the previous answer). An engine that streams intervals
+(Capabilities.streams_intervals) runs one CALL for the phase instead, which returns each
+interval's result as the interval ends (`call_ended` false but for the last): its loop never
+stops at a boundary. What the next CALL continues from (RATE schedule, random
 stream, WORK_LOOP's count) the loop keeps in the server, and returns in `next` for the next
 phase's first CALL. Intervals every session has covered go to the sampler as they close;
 the phase's last one is closed by the timeline, with the snapshots that end the phase.
@@ -85,6 +88,8 @@ class Calls:
         sent, as far as the client can tell (a CALL starts where the one before it ended)."""
         outcome = self.record.sessions[session.id]
         backend = self.instances[outcome.instance].backend
+        # a streaming engine's CALL runs the whole phase: nothing to queue behind it
+        queued = 0 if self.instances[outcome.instance].streams_intervals else QUEUED
         left, in_flight, ahead = loops, 0, 0
         previous_end = None  # the end of this session's last CALL of the phase
         try:
@@ -92,7 +97,7 @@ class Calls:
             book.close_ready()
             while True:
                 more = (left > 0 or not loops) and not past(schedule, ahead)
-                if in_flight <= QUEUED and more and not self.stopping.is_set():
+                if in_flight <= queued and more and not self.stopping.is_set():
                     await backend.send(session, self._conf(session, name, schedule, left))
                     now = max(time.time(), schedule.start)
                     ahead = ahead + 1 if in_flight else schedule.index_at(now)
@@ -103,6 +108,8 @@ class Calls:
                 offset = self.offsets_s[outcome.instance]
                 in_flight -= 1  # answered or failed: either way no longer in flight
                 result = clocks.to_client(await backend.receive(session), offset)
+                if result.get(LOOP_RESULT.call_ended.key) is False:
+                    in_flight += 1  # a streamed interval: its CALL goes on to the next
                 index = result.get(LOOP_RESULT.interval.key)
                 ended = float(result.get(LOOP_RESULT.ended_epoch.key) or time.time())
                 if (loops and left <= 0) or index is None or past(schedule, int(index) - 1):
@@ -150,6 +157,7 @@ class Calls:
             session_id=session.id,
             rows_per_mb=instance.rows_per_mb,
             carry=not first,
+            stream=instance.streams_intervals,
         )
         if first:
             conf.update(self.carry.get(session.id, {}))

@@ -5,7 +5,7 @@ A session keeps QUEUED CALLs waiting in the server behind the one running (RunBa
 the client may then be late by QUEUED intervals (a starved CPU, a long pause) before a loop
 waits for it. A cancel request ends the running CALL only; one that arrives before a queued
 CALL has started is lost (the backend is between statements), so a stopped session cancels
-again until each CALL in flight has answered.
+again until each CALL in flight has answered (a streaming CALL: until its last result).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 from typing import Any
 
+from openslob.model.loop import LOOP_RESULT
 from openslob.runner.intervals import Schedule
 
 QUEUED = 2  # CALLs waiting behind the running one: intervals the client may be late by
@@ -29,7 +30,7 @@ async def drain(backend: Any, session: Any, in_flight: int) -> None:
     """The CALLs still in flight after a stop or a failure, cancelled until each has
     answered: a cancel that reaches the server before the queued CALL has started is
     lost, so it is repeated (at most DRAIN_ROUNDS times: a dead server answers none)."""
-    for _ in range(in_flight):
+    while in_flight > 0:
         answer = asyncio.ensure_future(backend.receive(session))
         for _ in range(DRAIN_ROUNDS):
             if answer.done():
@@ -39,5 +40,7 @@ async def drain(backend: Any, session: Any, in_flight: int) -> None:
         if not answer.done():
             answer.cancel()
             return
+        in_flight -= 1
         with contextlib.suppress(Exception):
-            answer.result()
+            if answer.result().get(LOOP_RESULT.call_ended.key) is False:
+                in_flight += 1  # a streamed interval came first: the CALL goes on

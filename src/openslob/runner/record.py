@@ -36,5 +36,6 @@ class RunInstance:
     host_via_database: bool = False
     guard: dict[str, Any] = field(default_factory=dict)  # what its loops watch (DatasetLock)
     wait_sampling: bool = False  # the engine samples waits inside the database
+    streams_intervals: bool = False  # one CALL a phase, a result an interval (Capabilities)
     engine_metrics: tuple[str, ...] = ()  # the engine's own live figures (time series)
     rows_per_mb: int = (1 << 20) // 8192  # its engine's rows per MB of cf1 (hotspot keys)

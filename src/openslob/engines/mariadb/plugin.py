@@ -164,6 +164,7 @@ class MariaDBPlugin(EnginePlugin):
             "history": "InnoDB history list length",
         },
         wait_sampling=False,
+        streams_intervals=True,
         host_files=False,
         statement_stats=False,
     )

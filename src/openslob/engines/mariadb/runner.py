@@ -28,6 +28,7 @@ from openslob.engines.mariadb import horizon, stats
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, connect, global_variables
 from openslob.engines.mariadb.workload import SESSION_SETTINGS, call_statement
 from openslob.model.errors import SetupError
+from openslob.model.loop import LOOP_RESULT
 
 QUERY_INTERRUPTED = 1317  # ER_QUERY_INTERRUPTED: the answer to KILL QUERY
 
@@ -39,6 +40,7 @@ class WorkSession:
     conn: pymysql.connections.Connection
     pid: int  # the server's thread (connection) id
     in_flight: int = 0  # CALLs sent, their answers not yet read
+    streaming: bool = False  # the oldest CALL's answer has more interval results to come
 
 
 class Monitor:
@@ -139,14 +141,25 @@ class MariaDBRunBackend:
 
     @staticmethod
     def _receive(session: WorkSession) -> dict[str, Any]:
+        """The next result set of the oldest CALL's answer: its only one, or (a streaming
+        CALL) the next interval's, which the procedure's SELECT sent as the interval ended.
+        After the last, the CALL's own status result is read too."""
         conn: Any = session.conn  # its packet layer is not in PyMySQL's type stubs
-        conn._next_seq_id = 1  # the answer to the oldest command in flight
-        conn._read_query_result()  # the CALL's SELECT (raises 1317 when it was killed)
+        streaming, session.streaming = session.streaming, False
+        if streaming:  # the same answer goes on: its packets are numbered on
+            conn.next_result()  # (raises 1317 when the CALL was killed)
+        else:
+            conn._next_seq_id = 1  # the answer to the oldest command in flight
+            conn._read_query_result()  # the CALL's SELECT (raises 1317 when it was killed)
         rows = conn._result.rows if conn._result is not None else None
+        row = rows[0] if rows else None
+        result = json.loads(row[0]) if row and row[0] else {}
+        if result.get(LOOP_RESULT.call_ended.key) is False:
+            session.streaming = True
+            return result
         while conn._result is not None and conn._result.has_next:
             conn.next_result()  # the CALL's own status result
-        row = rows[0] if rows else None
-        return json.loads(row[0]) if row and row[0] else {}
+        return result
 
     async def call(self, session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:
         """One CALL and its result (send, then receive)."""
@@ -161,13 +174,15 @@ class MariaDBRunBackend:
 
     async def receive(self, session: WorkSession) -> dict[str, Any]:
         """The JSON result of the session's oldest CALL in flight, keys as PostgreSQL's
-        loop. A cancelled CALL raises pymysql.err.OperationalError 1317."""
+        loop (a streaming CALL's: its next interval's; the CALL stays in flight until its
+        last). A cancelled CALL raises pymysql.err.OperationalError 1317."""
         if session.in_flight <= 0:
             raise RuntimeError("no CALL in flight on this session")
         try:
             return await self._run(self._receive, session)
         finally:
-            session.in_flight -= 1
+            if not session.streaming:  # the CALL has ended (or failed)
+                session.in_flight -= 1
 
     async def publish_stats(self, session: WorkSession) -> bool:
         """InnoDB publishes its counters as it goes: nothing to flush, no own commit."""

@@ -6,8 +6,11 @@ hotspot_frequency-th op), user1 every hot_schema_frequency-th op; UPDATE with pr
 update_pct (then COMMIT: one per update), else a full scan of cf2 with probability scan_pct,
 else SELECT COUNT(c2) over custid (k-WORK_UNIT, k]. Think-time sleeps, a start barrier, and
 ops until `until_epoch` (one sampling interval: the runner sends the next CALL at once) or
-`loops` ops, whichever comes first. A CALL carries on where the previous one stopped: the op
-counter from `op_base`, the random stream from `rng_state` (`result.next`).
+`loops` ops, whichever comes first. With `stream`, one CALL runs the whole phase: at each
+interval's end its SELECT sends that interval's result (a result set of the CALL's answer,
+which reaches the client at once) and the loop goes on (runner/phase.py). A CALL carries
+on where the previous one stopped: the op counter from `op_base`, the random stream from
+`rng_state` (`result.next`).
 
 MariaDB specifics:
 - Static SQL only; a procedure's statements are parsed once per session and reused.
@@ -20,8 +23,8 @@ MariaDB specifics:
   CALL continues the stream from the state the previous one returned.
 - Timing uses SYSDATE(6) (NOW() is frozen for the whole CALL) in UTC. Per-op latencies go
   into a MEMORY temporary table (no I/O, no redo), bucketed with openslob.model.histogram's formula.
-- A procedure cannot return a value: it ends with SELECT of one JSON document, the same keys
-  as the PostgreSQL loop's result.
+- A procedure cannot return a value: it ends each interval with SELECT of one JSON document,
+  the same keys as the PostgreSQL loop's result.
 - LITE updates c2 and c3, HEAVY all 19 pad columns; each new value splices 16 bytes of
   md5(state, clock) into the column at the same length, so the update is in place and a
   replay of the same seed still changes every row.
@@ -99,6 +102,10 @@ BEGIN
     DECLARE v_until DOUBLE DEFAULT JSON_VALUE(p_conf, '$.until_epoch');
     DECLARE v_interval DOUBLE DEFAULT JSON_VALUE(p_conf, '$.interval_s');
     DECLARE v_carry BOOLEAN DEFAULT JSON_VALUE(p_conf, '$.carry') IN ('1', 'true');
+    DECLARE v_stream BOOLEAN DEFAULT JSON_VALUE(p_conf, '$.stream') IN ('1', 'true');
+    DECLARE v_more BOOLEAN DEFAULT FALSE;  -- streaming: another interval follows in this CALL
+    DECLARE v_end DOUBLE;  -- the phase's end (v_until: the interval's)
+    DECLARE v_ival_op BIGINT;  -- the op counter at the interval's start
     DECLARE v_bounded BOOLEAN DEFAULT COALESCE(JSON_VALUE(p_conf, '$.loops'), 0) > 0;
     DECLARE v_ival BIGINT DEFAULT NULL;
     DECLARE v_next LONGTEXT;
@@ -166,6 +173,7 @@ BEGIN
         END IF;
     END IF;
     SET v_op = v_op_base;
+    SET v_ival_op = v_op_base;
     IF v_rng_state IS NOT NULL THEN
         SET v_rng = v_rng_state;
     ELSEIF v_seed IS NULL THEN
@@ -179,6 +187,7 @@ BEGIN
         {sleep}
     END IF;
     SET v_began = UNIX_TIMESTAMP(SYSDATE(6));
+    SET v_end = v_until;
     IF v_interval IS NOT NULL THEN
         -- The sampling interval this CALL runs in, and its end (runner/intervals.py's
         -- Schedule): the one v_began falls in, a boundary belonging to the interval it starts.
@@ -197,6 +206,7 @@ BEGIN
             SET v_sched = v_start - LN(1 - v_u) / v_rate;
         END IF;
     END IF;
+    intervals: LOOP  -- one pass without `stream`; else the phase's intervals, one result each
     work: LOOP
         -- WORK_LOOP's ops, and the interval's end: whichever comes first.
         IF v_bounded AND v_op - v_op_base >= v_loops THEN
@@ -353,10 +363,32 @@ BEGIN
         {next}
     );
     SET {next_var} = v_next;
-    -- The result: RESULT_SQL, the fields model/loop.py declares.
+    -- Streaming, the CALL goes on to the next interval unless the phase or WORK_LOOP is done:
+    -- InnoDB's counters move while a statement runs, so the sampler's reads as each interval
+    -- closes are that interval's without a CALL ending there.
+    SET v_more = v_stream AND v_interval IS NOT NULL AND v_until IS NOT NULL
+        AND (v_end IS NULL OR v_until < v_end)
+        AND NOT (v_bounded AND v_op - v_op_base >= v_loops);
+    -- The result: RESULT_SQL, the fields model/loop.py declares. A procedure's SELECT goes
+    -- to the client as it runs (a result set of the CALL's answer), not when the CALL ends.
     SELECT JSON_OBJECT(
         {result}
     ) AS result;
+    IF NOT v_more THEN
+        LEAVE intervals;
+    END IF;
+    -- The next interval: its counts from zero; it starts now (Schedule's rule, as above).
+    SET n_sel = 0, n_upd = 0, n_scan = 0, n_hot = 0, n_spot = 0, n_think = 0;
+    SET rows_sel = 0, rows_upd = 0, v_think_s = 0, v_busy_us = 0, v_behind = 0;
+    SET v_late1 = 0, v_late10 = 0, v_max_lag = NULL, v_ival_op = v_op;
+    DELETE FROM {hist};
+    SET v_began = UNIX_TIMESTAMP(SYSDATE(6));
+    SET v_ival = GREATEST(FLOOR((v_began - v_start) / v_interval + 1e-9) + 1, v_ival + 1);
+    SET v_until = v_start + v_ival * v_interval;
+    IF v_end IS NOT NULL AND v_until > v_end THEN
+        SET v_until = v_end;
+    END IF;
+    END LOOP intervals;
 END
 """
 
@@ -374,7 +406,7 @@ R, P = LOOP_RESULT, LOOP_PARAMS
 # The loop's result (model/loop.py): each declared field's expression at the procedure's end.
 # "+ 0": JSON_OBJECT would quote a procedure variable as a string.
 RESULT_SQL: dict[str, str | None] = {
-    R.ops.key: "v_op - v_op_base",
+    R.ops.key: "v_op - v_ival_op",
     R.ops_select.key: "n_sel + 0",
     R.ops_update.key: "n_upd + 0",
     R.ops_scan.key: "n_scan + 0",
@@ -398,6 +430,7 @@ RESULT_SQL: dict[str, str | None] = {
     R.began_epoch.key: "v_began + 0e0",
     R.ended_epoch.key: "v_ended + 0e0",
     R.pid.key: "CONNECTION_ID()",
+    R.call_ended.key: "JSON_EXTRACT(IF(v_more, 'false', 'true'), '$')",  # JSON's own boolean
     R.hist_select.key: _hist_json(0),
     R.hist_update.key: _hist_json(1),
     R.hist_scan.key: _hist_json(2),

@@ -389,6 +389,7 @@ RESULT_SQL: dict[str, str | None] = {
     R.began_epoch.key: "began",
     R.ended_epoch.key: "ended",
     R.pid.key: "pg_backend_pid()",
+    R.call_ended.key: "true",  # one CALL per interval: never streams (PARAMS_NOT_READ)
     R.hist_select.key: "j_sel",
     R.hist_update.key: "j_upd",
     R.hist_scan.key: "j_scan",
@@ -409,6 +410,7 @@ PARAMS_NOT_READ = {
     P.rng_state.key: "random() keeps its state in the backend between CALLs",
     P.guard_lock.key: "the server cancels a lost client's CALL (client_connection_check)",
     P.guard_id.key: "as guard_lock",
+    P.stream.key: "a backend publishes its I/O only when a statement ends: one CALL an interval",
 }
 
 
