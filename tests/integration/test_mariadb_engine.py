@@ -198,7 +198,11 @@ def test_a_streaming_call_returns_each_interval_as_it_ends(
             after = await backend.call(session, {**conf, "stream": False, "carry": True})
             killed = None
             start = time.time()
-            await backend.send(session, {**conf, "start_epoch": start, "until_epoch": start + 60})
+            updates = loop_conf(
+                config(UPDATE_PCT="100"), record=True, start_epoch=start,
+                until_epoch=start + 60, loops=0, seed=0.3, interval_s=0.5, stream=True,
+            )  # fmt: skip
+            await backend.send(session, updates)
             first = await backend.receive(session)  # the stream has begun
             assert first["call_ended"] is False and session.in_flight == 1
             await backend.cancel(session)
@@ -207,6 +211,13 @@ def test_a_streaming_call_returns_each_interval_as_it_ends(
                     await asyncio.wait_for(backend.receive(session), timeout=5)
             except pymysql.err.OperationalError as exc:
                 killed = exc
+            with session.conn.cursor() as cur:  # the kill's transaction is not left open
+                cur.execute(
+                    "SELECT COUNT(*) FROM information_schema.INNODB_TRX"
+                    " WHERE trx_mysql_thread_id = %s",
+                    [session.pid],
+                )
+                assert cur.fetchone()[0] == 0
             return arrived, after, killed
         finally:
             await backend.close(session)

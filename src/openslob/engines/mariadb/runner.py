@@ -161,6 +161,15 @@ class MariaDBRunBackend:
             conn.next_result()  # the CALL's own status result
         return result
 
+    @staticmethod
+    def _rollback(session: WorkSession) -> None:
+        """After a kill: one can land between the loop's UPDATE and its COMMIT, and the
+        transaction then stays open with its row locks (other sessions' UPDATEs wait on
+        them, their own kills not yet arrived) until this session's next statement. Only
+        when no other CALL of the session is queued behind (its answer would come first)."""
+        with contextlib.suppress(pymysql.err.MySQLError, OSError):
+            session.conn.query("ROLLBACK")
+
     async def call(self, session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:
         """One CALL and its result (send, then receive)."""
         await self.send(session, conf)
@@ -180,6 +189,10 @@ class MariaDBRunBackend:
             raise RuntimeError("no CALL in flight on this session")
         try:
             return await self._run(self._receive, session)
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] == QUERY_INTERRUPTED and session.in_flight == 1:
+                await self._run(self._rollback, session)
+            raise
         finally:
             if not session.streaming:  # the CALL has ended (or failed)
                 session.in_flight -= 1
