@@ -125,6 +125,8 @@ class Calls:
                 if in_flight:  # the queued CALL began as this one ended
                     book.starting(session.id, ended)
                 book.close_ready()
+                if in_flight and self.stopping.is_set():
+                    break  # a cancel that missed (between statements) is repeated by drain
         except Exception as exc:
             outcome.error = first_line(exc)
             if not self.stopping.is_set():
