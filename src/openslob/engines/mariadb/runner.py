@@ -1,9 +1,9 @@
 """What the engine-independent run lifecycle needs from MariaDB (PostgresRunBackend's twin).
 
-PyMySQL is synchronous, so each blocking call of a work session runs in a worker thread
-(asyncio.to_thread): a thread blocked in recv() on the CALL's answer costs no CPU, and the
-loop itself lives in the server. Every blocking call gets a thread of its own from a pool
-sized for the run's sessions, so no CALL ever waits behind another for a thread.
+PyMySQL is synchronous, so each blocking call of a work session (connecting, sending its
+CALL) runs in a worker thread from a pool sized for the run's sessions, so that none waits
+behind another for a thread. The CALL's answers (one result per interval) are read in the
+event loop as they arrive (wire.py): no thread is woken per result.
 Cancelling is KILL QUERY <thread id> from a separate connection: the CALL ends with error
 1317 (query interrupted) and the session stays usable.
 Work sessions carry the program name (connection attribute) `application_name`, and
@@ -26,6 +26,7 @@ from openslob.engines.api import WaitSamples
 from openslob.engines.common.rows import one
 from openslob.engines.mariadb import horizon, stats
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, connect, global_variables
+from openslob.engines.mariadb.wire import AnswerReader
 from openslob.engines.mariadb.workload import SESSION_SETTINGS, call_statement
 from openslob.model.errors import SetupError
 from openslob.model.loop import LOOP_RESULT
@@ -39,8 +40,8 @@ class WorkSession:
     schema: str
     conn: pymysql.connections.Connection
     pid: int  # the server's thread (connection) id
+    reader: AnswerReader  # its answers, read in the event loop (wire.py)
     in_flight: int = 0  # CALLs sent, their answers not yet read
-    streaming: bool = False  # the oldest CALL's answer has more interval results to come
 
 
 class Monitor:
@@ -124,7 +125,8 @@ class MariaDBRunBackend:
         with conn.cursor() as cur:
             for statement in SESSION_SETTINGS:
                 cur.execute(statement)
-        return WorkSession(session_id, schema, conn, conn.thread_id())
+        raw: Any = conn  # PyMySQL's socket is not in its type stubs
+        return WorkSession(session_id, schema, conn, conn.thread_id(), AnswerReader(raw._sock))
 
     async def open_session(self, session_id: int, schema: str) -> WorkSession:
         return await self._run(self._open, session_id, schema)
@@ -133,33 +135,11 @@ class MariaDBRunBackend:
     def _send(session: WorkSession, conf: dict[str, Any]) -> None:
         """COM_QUERY of the CALL, written behind the one running: the server reads it when
         that one has ended (the protocol answers commands in order). PyMySQL reads an
-        answer right after each command, so this uses its packet layer: the next answer
-        is numbered from 1 again (receive)."""
+        answer right after each command, so this uses its packet layer to write only; the
+        answers are read by the session's AnswerReader (wire.py)."""
         conn: Any = session.conn  # its packet layer is not in PyMySQL's type stubs
         query = call_statement(session.schema) % conn.escape(json.dumps(conf))
         conn._execute_command(COMMAND.COM_QUERY, query)
-
-    @staticmethod
-    def _receive(session: WorkSession) -> dict[str, Any]:
-        """The next result set of the oldest CALL's answer: its only one, or (a streaming
-        CALL) the next interval's, which the procedure's SELECT sent as the interval ended.
-        After the last, the CALL's own status result is read too."""
-        conn: Any = session.conn  # its packet layer is not in PyMySQL's type stubs
-        streaming, session.streaming = session.streaming, False
-        if streaming:  # the same answer goes on: its packets are numbered on
-            conn.next_result()  # (raises 1317 when the CALL was killed)
-        else:
-            conn._next_seq_id = 1  # the answer to the oldest command in flight
-            conn._read_query_result()  # the CALL's SELECT (raises 1317 when it was killed)
-        rows = conn._result.rows if conn._result is not None else None
-        row = rows[0] if rows else None
-        result = json.loads(row[0]) if row and row[0] else {}
-        if result.get(LOOP_RESULT.call_ended.key) is False:
-            session.streaming = True
-            return result
-        while conn._result is not None and conn._result.has_next:
-            conn.next_result()  # the CALL's own status result
-        return result
 
     @staticmethod
     def _rollback(session: WorkSession) -> None:
@@ -187,14 +167,22 @@ class MariaDBRunBackend:
         last). A cancelled CALL raises pymysql.err.OperationalError 1317."""
         if session.in_flight <= 0:
             raise RuntimeError("no CALL in flight on this session")
+        ended = True  # the CALL's answer is whole (or it failed)
         try:
-            return await self._run(self._receive, session)
+            value, more = await session.reader.result()  # the CALL's SELECT (the interval's)
+            result = json.loads(value) if value else {}
+            if result.get(LOOP_RESULT.call_ended.key) is False:
+                ended = False  # a streamed interval: more follow in this answer
+                return result
+            while more:  # the CALL's own status result
+                _, more = await session.reader.result()
+            return result
         except pymysql.err.OperationalError as exc:
             if exc.args and exc.args[0] == QUERY_INTERRUPTED and session.in_flight == 1:
                 await self._run(self._rollback, session)
             raise
         finally:
-            if not session.streaming:  # the CALL has ended (or failed)
+            if ended:
                 session.in_flight -= 1
 
     async def publish_stats(self, session: WorkSession) -> bool:
