@@ -138,6 +138,26 @@ def test_mariadb_run_with_a_rule_records_its_steady_state(maria_base, tmp_path) 
     block = check_reached(found, run_dir)
     assert block["stop_on_steady"] is False
     assert found["window"]["seconds"] >= 10  # no early end without --stop-on-steady
+    window = found["window"]  # each session's one CALL streamed its intervals
+    assert window["streamed"] == window["calls"] - len(found["sessions"]) > 0
+
+
+@pytest.mark.skipif(not MARIADBD.exists(), reason="mariadb-server not installed")
+def test_mariadb_steady_state_ends_the_window_early(maria_base, tmp_path) -> None:
+    """A streaming CALL is sent once, with the planned end: with --stop-on-steady the run
+    takes a CALL per interval instead, so that the moved end reaches the loops."""
+    target = ["--target", "embedded-mariadb"]
+    result = slob(maria_base, tmp_path, "setup", *target, *MARIA_DATA)
+    assert result.exit_code == 0, result.output
+    args = [*target, *MARIA_DATA, *PACED, "--run-time", "14", "--steady-state", RULE]
+    args += ["--ss-ramp", "2", "--ss-window", "4", "--stop-on-steady", "on"]
+    run_dir, found, _ = steady_run(maria_base, tmp_path, *args)
+    block = check_reached(found, run_dir)
+    assert block["stop_on_steady"] is True
+    assert found["status"] == "complete" and found["error"] is None
+    assert found["window"]["seconds"] < 14 - 2
+    assert found["window"]["streamed"] == 0
+    assert not any("past RUN_TIME" in w for w in found["warnings"])
 
 
 def test_sweep_runs_every_point_to_steady_state(pg) -> None:

@@ -89,7 +89,7 @@ class Calls:
         outcome = self.record.sessions[session.id]
         backend = self.instances[outcome.instance].backend
         # a streaming engine's CALL runs the whole phase: nothing to queue behind it
-        queued = 0 if self.instances[outcome.instance].streams_intervals else QUEUED
+        queued = 0 if self._streams(outcome.instance) else QUEUED
         left, in_flight, ahead = loops, 0, 0
         previous_end = None  # the end of this session's last CALL of the phase
         try:
@@ -159,12 +159,19 @@ class Calls:
             session_id=session.id,
             rows_per_mb=instance.rows_per_mb,
             carry=not first,
-            stream=instance.streams_intervals,
+            stream=self._streams(at),
         )
         if first:
             conf.update(self.carry.get(session.id, {}))
         conf.update(instance.guard)
         return clocks.to_server(conf, self.offsets_s[at])
+
+    def _streams(self, instance: int) -> bool:
+        """Whether the instance's CALLs stream the phase's intervals (Capabilities): not
+        when the steady-state watch may end the window early (STOP_ON_STEADY). That moves
+        the end in the client's schedule, which a CALL sent since sees; a streaming CALL
+        was sent once, with the planned end, and would run on to it."""
+        return self.instances[instance].streams_intervals and not self.config.p.stop_on_steady
 
     def _returned(
         self,
