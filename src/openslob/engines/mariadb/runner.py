@@ -126,7 +126,8 @@ class MariaDBRunBackend:
             for statement in SESSION_SETTINGS:
                 cur.execute(statement)
         raw: Any = conn  # PyMySQL's socket is not in its type stubs
-        return WorkSession(session_id, schema, conn, conn.thread_id(), AnswerReader(raw._sock))
+        reader = AnswerReader(raw._sock, self._threads)
+        return WorkSession(session_id, schema, conn, conn.thread_id(), reader)
 
     async def open_session(self, session_id: int, schema: str) -> WorkSession:
         return await self._run(self._open, session_id, schema)

@@ -13,13 +13,19 @@ packet whose status says whether more results follow (a CALL's last one is its o
 packet); an ERR packet (a kill: 1317) raises PyMySQL's own exception for it. PyMySQL
 reads nothing of this answer: its buffered reader holds no bytes of it (it read the
 previous answer exactly), and it is used again (ROLLBACK, close) only once the CALL's
-answer is whole.
+answer is whole. A session over TLS (a remote server that negotiated it) reads in a worker
+thread instead: a readable socket is not a whole TLS record. The test suite does not run
+that path (the private servers have no certificates); it was checked by hand against a
+mariadbd with a self-signed certificate: streamed result sets, an error, the connection
+usable after.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
+from concurrent.futures import Executor
 
 import pymysql
 
@@ -32,9 +38,13 @@ RECV_BYTES = 1 << 16
 class AnswerReader:
     """The packets of one connection's answers, as they arrive."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, executor: Executor) -> None:
         self.sock = sock
         self.buf = bytearray()
+        # A TLS record may span several segments: a readable socket does not mean a whole
+        # record, and recv() would block the event loop until it has one. Such a session
+        # waits in a worker thread instead (a remote server that negotiated TLS).
+        self.executor = executor if isinstance(sock, ssl.SSLSocket) else None
 
     def _take(self) -> bytes | None:
         """One whole payload from the buffer (continuations joined), or None."""
@@ -54,8 +64,16 @@ class AnswerReader:
     async def packet(self) -> bytes:
         """The next packet's payload, waiting (in the event loop) until it is whole."""
         while (payload := self._take()) is None:
-            await _readable(self.sock.fileno())
-            data = self.sock.recv(RECV_BYTES)  # readable: returns what has arrived
+            try:
+                if self.executor is not None:
+                    loop = asyncio.get_running_loop()
+                    data = await loop.run_in_executor(self.executor, self.sock.recv, RECV_BYTES)
+                else:
+                    await _readable(self.sock.fileno())
+                    data = self.sock.recv(RECV_BYTES)  # readable: returns what has arrived
+            except (OSError, ValueError) as exc:  # reset, timed out, or closed (fileno -1)
+                lost = f"Lost connection to server: {exc}"
+                raise pymysql.err.OperationalError(LOST, lost) from exc
             if not data:
                 raise pymysql.err.OperationalError(LOST, "Lost connection to server during query")
             self.buf += data
