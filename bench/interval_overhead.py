@@ -5,8 +5,9 @@ On PostgreSQL each session's loop ends its CALL at every sampling interval's bou
 (per-interval histograms and exact interval I/O); the next CALL is already queued in the
 server (runner/phase.py: pipelined CALLs), so the loop goes on at once. MariaDB streams:
 one CALL runs the phase and sends each interval's result as the interval ends (the gap is
-then the loop's own time between an interval's end and the next one's first op). What that costs: the gap
-between a session's CALLs (the loop's own clock: one CALL's end to the next one's first op),
+then the loop's own time between an interval's end and the next one's first op). What
+that costs: the gap between a session's CALLs (the loop's own clock: one CALL's end to the
+next one's first op),
 and the CPU the server's monitors, the CALLs' ends and the client spend on each interval.
 Both ways run on the same data set, alternated (A B A B ...) so the disk's drift does not
 look like a difference; each pair gives one ratio.
