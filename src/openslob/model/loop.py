@@ -200,6 +200,13 @@ def _declared(cls: type, kind: type[Any]) -> list[Any]:
 
 LOOP_PARAMS = _Params()
 LOOP_RESULT = _Result()
+
+
+def call_goes_on(result: dict[str, Any]) -> bool:
+    """The result is a streamed interval's: its CALL goes on (`call_ended` false)."""
+    return result.get(LOOP_RESULT.call_ended.key) is False
+
+
 PARAM_KEYS = tuple(p.key for p in LOOP_PARAMS)
 RESULT_KEYS = tuple(f.key for f in LOOP_RESULT)
 MERGE_BY_KEY = {f.key: f.merge for f in LOOP_RESULT}

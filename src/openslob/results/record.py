@@ -10,7 +10,7 @@ from openslob.host.snapshot import HostSnapshot
 from openslob.model.cliff import CliffSummary
 from openslob.model.clockoffset import ClockReading
 from openslob.model.horizon import HorizonWatch
-from openslob.model.loop import LOOP_RESULT
+from openslob.model.loop import LOOP_RESULT, call_goes_on
 from openslob.model.states import RunStatus
 
 
@@ -33,7 +33,7 @@ class SessionOutcome:
 
     def add_call(self, result: dict[str, Any], previous_end: float | None) -> None:
         self.calls += 1
-        self.streamed += result.get(LOOP_RESULT.call_ended.key) is False
+        self.streamed += call_goes_on(result)
         began = result.get(LOOP_RESULT.began_epoch.key)
         if previous_end is not None and began is not None:
             gap = max(float(began) - previous_end, 0.0)

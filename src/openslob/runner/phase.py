@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from openslob.config.resolve import Config
-from openslob.model.loop import LOOP_PARAMS, LOOP_RESULT
+from openslob.model.loop import LOOP_PARAMS, LOOP_RESULT, call_goes_on
 from openslob.model.plan import session_seed
 from openslob.model.rate import littles_law_warning
 from openslob.model.states import Phase, RunStatus
@@ -108,7 +108,7 @@ class Calls:
                 offset = self.offsets_s[outcome.instance]
                 in_flight -= 1  # answered or failed: either way no longer in flight
                 result = clocks.to_client(await backend.receive(session), offset)
-                if result.get(LOOP_RESULT.call_ended.key) is False:
+                if call_goes_on(result):
                     in_flight += 1  # a streamed interval: its CALL goes on to the next
                 index = result.get(LOOP_RESULT.interval.key)
                 ended = float(result.get(LOOP_RESULT.ended_epoch.key) or time.time())

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from openslob.model.loop import LOOP_RESULT
+from openslob.model.loop import call_goes_on
 from openslob.runner.intervals import Schedule
 
 QUEUED = 2  # CALLs waiting behind the running one: intervals the client may be late by
@@ -42,5 +42,5 @@ async def drain(backend: Any, session: Any, in_flight: int) -> None:
             return
         in_flight -= 1
         with contextlib.suppress(Exception):
-            if answer.result().get(LOOP_RESULT.call_ended.key) is False:
+            if call_goes_on(answer.result()):
                 in_flight += 1  # a streamed interval came first: the CALL goes on

@@ -29,7 +29,7 @@ from openslob.engines.mariadb.connection import SHAPING_SETTINGS, connect, globa
 from openslob.engines.mariadb.wire import AnswerReader
 from openslob.engines.mariadb.workload import SESSION_SETTINGS, call_statement
 from openslob.model.errors import SetupError
-from openslob.model.loop import LOOP_RESULT
+from openslob.model.loop import call_goes_on
 
 QUERY_INTERRUPTED = 1317  # ER_QUERY_INTERRUPTED: the answer to KILL QUERY
 
@@ -112,7 +112,8 @@ class MariaDBRunBackend:
         self.prefetch = prefetch
         # The read-ahead variables as they were before the run (PREFETCH=on), to put back
         self._saved_read_ahead: dict[str, str] | None = None
-        # One thread per blocking call in flight: open + CALL per session, plus slack.
+        # One thread per blocking call in flight (a session's connect or CALL sent, a TLS
+        # session's read: wire.py), plus slack.
         self._threads = ThreadPoolExecutor(
             max_workers=max_sessions + 8, thread_name_prefix="slob-mariadb"
         )
@@ -172,7 +173,7 @@ class MariaDBRunBackend:
         try:
             value, more = await session.reader.result()  # the CALL's SELECT (the interval's)
             result = json.loads(value) if value else {}
-            if result.get(LOOP_RESULT.call_ended.key) is False:
+            if call_goes_on(result):
                 ended = False  # a streamed interval: more follow in this answer
                 return result
             while more:  # the CALL's own status result

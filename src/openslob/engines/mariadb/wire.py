@@ -29,6 +29,8 @@ from concurrent.futures import Executor
 
 import pymysql
 
+from openslob.engines.common.aio import until_ready
+
 MAX_PAYLOAD = 0xFFFFFF  # a payload this long continues in the next packet
 MORE_RESULTS = 0x0008  # SERVER_MORE_RESULTS_EXISTS in an EOF / OK packet's status
 LOST = 2013  # CR_SERVER_LOST, as PyMySQL raises it
@@ -69,7 +71,8 @@ class AnswerReader:
                     loop = asyncio.get_running_loop()
                     data = await loop.run_in_executor(self.executor, self.sock.recv, RECV_BYTES)
                 else:
-                    await _readable(self.sock.fileno())
+                    loop = asyncio.get_running_loop()
+                    await until_ready(loop.add_reader, loop.remove_reader, self.sock.fileno())
                     data = self.sock.recv(RECV_BYTES)  # readable: returns what has arrived
             except (OSError, ValueError) as exc:  # reset, timed out, or closed (fileno -1)
                 lost = f"Lost connection to server: {exc}"
@@ -99,22 +102,6 @@ class AnswerReader:
             if value is None and row[0] != 0xFB:  # 0xFB: NULL
                 length, at = _lenenc(row, 0)
                 value = row[at : at + length].decode("utf-8")
-
-
-async def _readable(fd: int) -> None:
-    """Sleep until `fd` has bytes to read (or is closed)."""
-    loop = asyncio.get_running_loop()
-    ready: asyncio.Future[None] = loop.create_future()
-
-    def wake() -> None:
-        if not ready.done():
-            ready.set_result(None)
-
-    loop.add_reader(fd, wake)
-    try:
-        await ready
-    finally:
-        loop.remove_reader(fd)
 
 
 def _raise_if_error(payload: bytes) -> None:

@@ -28,6 +28,7 @@ from psycopg import pq
 from psycopg.conninfo import make_conninfo
 
 from openslob.engines.api import WaitSamples
+from openslob.engines.common.aio import until_ready
 from openslob.engines.common.rows import one
 from openslob.engines.postgres import horizon, stats
 from openslob.engines.postgres.workload import (
@@ -151,21 +152,6 @@ class Monitor:
             self.conn.close()
 
 
-async def _until(add: Any, remove: Any, fd: int) -> None:
-    """Sleep until `fd` is ready (add_reader/add_writer of the running loop)."""
-    ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def wake() -> None:
-        if not ready.done():
-            ready.set_result(None)
-
-    add(fd, wake)
-    try:
-        await ready
-    finally:
-        remove(fd)
-
-
 class PostgresRunBackend:
     def __init__(self, conninfo: str, application_name: str, *, prefetch: bool = False) -> None:
         self.conninfo = conninfo
@@ -200,7 +186,7 @@ class PostgresRunBackend:
         session.in_flight += 1
         loop = asyncio.get_running_loop()
         while pgconn.flush():  # nonblocking: the rest of the message once writable
-            await _until(loop.add_writer, loop.remove_writer, pgconn.socket)
+            await until_ready(loop.add_writer, loop.remove_writer, pgconn.socket)
 
     async def receive(self, session: WorkSession) -> dict[str, Any]:
         """The result of the session's oldest CALL in flight, awaited on its socket alone.
@@ -221,7 +207,7 @@ class PostgresRunBackend:
             while True:
                 pgconn.consume_input()  # raises OperationalError when the server is gone
                 if pgconn.is_busy():
-                    await _until(loop.add_reader, loop.remove_reader, pgconn.socket)
+                    await until_ready(loop.add_reader, loop.remove_reader, pgconn.socket)
                     continue
                 result = pgconn.get_result()
                 if result is None:
