@@ -129,8 +129,10 @@ def test_the_issue_probe_times_requests_as_the_block_layers_stamp_does(
     for layer in ("device_read", "device_write"):
         assert a.completed[layer] > 1000, (layer, a.completed)
         # both count every completion; the probe times all but the requests ended without
-        # being issued (empty pre-flush writes), which the stamps do not time either
-        assert b.completed[layer] == a.completed[layer], layer
+        # being issued (empty pre-flush writes), which the stamps do not time either. The two
+        # are attached, and read, one after the other: a request of the host's that completes
+        # in between counts in one only (a full suite saw 23,726 against 23,725)
+        assert b.completed[layer] == pytest.approx(a.completed[layer], abs=2), layer
         untimed = a.completed[layer] - a.hists[layer].count
         assert b.hists[layer].count == pytest.approx(a.hists[layer].count, abs=2), layer
         assert untimed <= 0.02 * a.completed[layer], (layer, untimed)
