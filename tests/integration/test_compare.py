@@ -177,11 +177,14 @@ def test_identical_configurations_are_within_noise(results: Path, tmp_path: Path
     assert three and all(c.confidence == pytest.approx(0.9) for c in three)  # 3 + 3: 90 %
     for same in (c for p in comparison.points for c in p.changes if c.verdict == SAME):
         assert same.base.max == same.cand.max == 0 and same.change_pct == 0
-    # A 90 % interval misses 10 % of the time by design (3 + 3 runs: the two ranges do not
-    # overlap); most verdicts are "within noise" and no CI gate at a sensible threshold
-    # fires on identical configurations.
-    within = [c for c in judged if c.numbers_say == "within noise"]
-    assert len(within) >= len(judged) / 2, [(c.figure, c.numbers_say) for c in judged]
+    # A 90 % interval misses 10 % of the time by design: with 3 + 3 runs it spans the
+    # extreme pairwise ratios, so a figure is "within noise" exactly when the two sides'
+    # ranges overlap. Not "most figures within noise": the figures move together (a slow
+    # round slows SLOBops, LIO, reads and latency at once), so one unlucky split flags most
+    # of them (a full suite saw 12 of 18). No CI gate at a sensible threshold fires (below).
+    for c in three:
+        overlap = c.base.min <= c.cand.max and c.cand.min <= c.base.max
+        assert (c.numbers_say == "within noise") == overlap, (c.figure, c.base, c.cand)
     for c in judged:  # a figure the runs warned invalid has no verdict, and says why
         assert c.verdict == (f"{INVALID}: {c.invalid}" if c.invalid else c.numbers_say)
     gated = ("slobops_per_s", "op_p50_us", "pio_writes_per_s")
