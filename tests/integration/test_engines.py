@@ -8,12 +8,14 @@ import contextlib
 import csv
 import io
 import json
+import math
 import os
 import shutil
 import signal
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -428,6 +430,45 @@ def test_sigterm_ends_the_run_like_ctrl_c(loaded, base: Path, tmp_path: Path) ->
     assert run["status"] == "interrupted" and run["stopped_by"] == "SIGTERM"
     assert run["metrics"]["pio_reads_per_s"] > 0  # what the window measured is kept
     assert _gone_within(engine, base, 10) == []
+
+
+def test_a_stop_counts_no_op_past_it(loaded, base: Path, tmp_path: Path) -> None:
+    """The interval a stop cuts is not counted: its CALLs are cancelled, and a result of it
+    that still comes (a cancel that missed; 2 of 8 MariaDB sessions in 2 of 3 tries after a
+    warm-up) holds ops run after the stop, alone once the others had ended (~1.5x their
+    rate): no window row ends after the window, the rows add up to the sessions' ops, and the
+    cut is said. Counted, that result failed this test in 1 of 2 tries; not once without
+    the warm-up."""
+    engine, cwd = loaded
+    results = tmp_path / "results"
+    proc = slob_subprocess(
+        "run", "--target", TARGETS[engine], *DATA, "--sessions", "8", "--update-pct", "20",
+        "--warmup", "1", "--run-time", "60", "--results-dir", str(results),
+        data_dir=base, cwd=cwd,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(results.glob("*")):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    (run_dir,) = results.iterdir()
+    last = datetime.fromisoformat(_window_rows(run_dir, at_least=3)[-1]["time"]).timestamp()
+    boundary = last + math.ceil(time.time() - last + 0.1)  # the 1 s intervals' next boundary
+    time.sleep(max(boundary - 0.03 - time.time(), 0))  # just before it: a late cancel misses
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143, stderr
+    run = json.loads((run_dir / "run.json").read_text())
+    end = datetime.fromisoformat(run["window"]["end"]).timestamp()
+    rows = [r for r in csv.DictReader(io.StringIO((run_dir / "timeseries.csv").read_text()))
+            if r["phase"] == "window"]  # fmt: skip
+    assert len(rows) >= 3
+    assert all(datetime.fromisoformat(r["time"]).timestamp() <= end + 0.001 for r in rows)
+    assert all(s["calls"] <= len(rows) for s in run["sessions"]), run["sessions"]
+    ops = sum(s["ops_select"] + s["ops_update"] + s["ops_scan"] for s in run["sessions"])
+    in_rows = sum(float(r["slobops_per_s"]) * float(r["seconds"]) for r in rows)
+    assert in_rows == pytest.approx(ops, abs=len(rows)), (in_rows, ops)
+    said = [t for t in run["warnings"] + run["notes"] if "the stop cut the last interval" in t]
+    assert len(said) == 1, (run["warnings"], run["notes"])
 
 
 def _window_rows(run_dir: Path, at_least: int, timeout: float = 30) -> list[dict[str, str]]:

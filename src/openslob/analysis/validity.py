@@ -38,6 +38,8 @@ INVALIDATING = (
     Invalidating("cleanup horizon was held back", "the cleanup horizon was held"),
     Invalidating("the layout predicts", "more blocks per op than the layout predicts"),
     Invalidating("session(s) died", "sessions died"),
+    # results/build.py CUT_BY_STOP, from 1 % of the window
+    Invalidating("the stop cut the last interval", "the stop cut an interval out of the ops"),
     Invalidating("saturated: offered", "RATE beyond capacity", LATENCIES, latencies=True),
 )
 

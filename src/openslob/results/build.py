@@ -40,12 +40,40 @@ HOST_FIGURES = core_keys("host")
 READ_MISMATCH_PCT = 10
 READ_GAP_FLOOR_PER_S = 20  # reads/s: what other processes and read-ahead do on their own
 CPU_SATURATED_PCT = 90
+CUT_WARN_PCT = 1.0  # of the window: a stop that cut more out of the op counts warns
+CUT_BY_STOP = "the stop cut the last interval"  # analysis/validity.py's phrase
 
 
 def _window_seconds(record: RunRecord) -> float | None:
     if record.window_start is None or record.window_end is None:
         return None
     return max(record.window_end - record.window_start, 0.0)
+
+
+def _cut_by_stop(record: RunRecord, step: float) -> tuple[str, float] | None:
+    """What a stop inside the window took out of the op counts: a sentence and its share of
+    the window in % (None when nothing was cut). The interval running at the stop is not
+    counted: its CALLs were cancelled, and a result of it that still came holds ops from
+    after the stop (runner/phase.py); the window's seconds and the database's and host's
+    counters run to the stop. A warning (its figures invalid for verdicts) from CUT_WARN_PCT
+    of the window, else a note."""
+    seconds = _window_seconds(record)
+    if record.status == RunStatus.COMPLETE or not seconds or record.window_start is None:
+        return None
+    end, planned = record.window_end, record.planned_end
+    if end is not None and planned is not None and end >= planned:
+        return None  # stopped after the window's last boundary: nothing cut
+    cut = seconds - int(seconds / step + 1e-9) * step
+    if cut < 0.001:
+        return None
+    pct = cut / seconds * 100
+    return (
+        f"{CUT_BY_STOP} ({cut:.2f} s, {pct:.1f} % of the {seconds:.1f} s window): its "
+        "SLOBops are not counted (its CALLs were cancelled), while the window's seconds and "
+        "the database's and host's counters run to the stop: per-second op figures are low "
+        f"and per-SLOBop figures high by up to {pct:.1f} %",
+        pct,
+    )
 
 
 def _latency(sessions: list[SessionOutcome], suffix: str = "") -> dict[str, Any]:
@@ -209,6 +237,9 @@ def _warnings(
             f"the window ({seconds:.1f} s) is shorter than 5 sampling intervals "
             f"({config.p.sample_interval} s): the time series says little"
         )
+    cut = _cut_by_stop(record, config.p.sample_interval)
+    if cut and cut[1] >= CUT_WARN_PCT:
+        warnings.append(cut[0])
     dead = [o for o in record.sessions if o.error and record.status == RunStatus.COMPLETE]
     if dead:
         warnings.append(f"{len(dead)} session(s) died: {dead[0].error}")
@@ -453,6 +484,9 @@ def build_run_json(
     for inst in record.instances:
         waits.update(inst.waits)
     notes = list(record.notes) + [f"op counts from {s}" for s in dict.fromkeys(ops_source)]
+    cut = _cut_by_stop(record, config.p.sample_interval)
+    if cut and cut[1] < CUT_WARN_PCT:
+        notes.append(cut[0])
     for entry in entries:
         of = f" ({entry['target']})" if len(entries) > 1 else ""
         notes += [note + of for note in entry["notes"]]

@@ -112,10 +112,18 @@ class Calls:
                     in_flight += 1  # a streamed interval: its CALL goes on to the next
                 index = result.get(LOOP_RESULT.interval.key)
                 ended = float(result.get(LOOP_RESULT.ended_epoch.key) or time.time())
-                if (loops and left <= 0) or index is None or past(schedule, int(index) - 1):
-                    if name == Phase.WINDOW:  # queued, it began with nothing left to do
+                if (
+                    (loops and left <= 0)
+                    or index is None
+                    or past(schedule, int(index) - 1)
+                    or self.stopping.cut(schedule, int(index))
+                ):
+                    # queued, it began with nothing left to do; or the stop cut its interval
+                    if name == Phase.WINDOW:
                         own = int(result.get(LOOP_RESULT.own_commits.key) or 0)
                         self._own_commits(outcome, book, own)
+                    if in_flight and self.stopping.is_set():
+                        break  # drain cancels what still runs
                     continue
                 self._returned(session, name, int(index), result, book, previous_end)
                 previous_end = result.get(LOOP_RESULT.ended_epoch.key)

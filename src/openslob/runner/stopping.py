@@ -43,9 +43,17 @@ class Stopping:
         self.event: asyncio.Event | None = None  # created inside the run's event loop
         self.loop: asyncio.AbstractEventLoop | None = None
         self.window: Schedule | None = None  # the window's schedule, once it opens
+        self.stopped_at: float | None = None  # when the first reason to stop came
 
     def is_set(self) -> bool:
         return self.event is not None and self.event.is_set()
+
+    def cut(self, schedule: Schedule, index: int) -> bool:
+        """Whether interval `index` of `schedule` was still running when the run stopped:
+        its CALLs were cancelled, and a result of it that still came (a cancel that missed)
+        holds ops from after the stop (run alone, as the others had ended), which are not the
+        window's."""
+        return self.stopped_at is not None and schedule.boundary(index) > self.stopped_at
 
     def backend(self, session: Session) -> Any:
         return self.instances[self.record.sessions[session.id].instance].backend
@@ -77,6 +85,8 @@ class Stopping:
     def fail(self, status: RunStatus, error: str) -> None:
         if self.record.status == RunStatus.COMPLETE:
             self.record.status, self.record.error = status, error
+        if self.stopped_at is None:
+            self.stopped_at = time.time()
         if self.event is not None:
             self.event.set()
 
@@ -111,7 +121,7 @@ class Stopping:
 
     async def end_calls(self, window: asyncio.Future[Any]) -> float:
         """Cancel the stopped window's CALLs until they have returned; when it stopped."""
-        stopped_at = time.time()
+        stopped_at = self.stopped_at or time.time()
         # A CALL whose request left after the first cancel (a session still starting,
         # a CALL sent from a worker thread) is not hit by it: cancel again.
         for _ in range(CANCEL_ROUNDS):
