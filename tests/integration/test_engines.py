@@ -389,18 +389,29 @@ def _openslob_sessions(engine: str, base: Path) -> list[Any]:
         ).fetchall()
 
 
-def _start_run(engine: str, base: Path, cwd: Path, results: Path, seconds: int = 60):
-    """`slob run` in a child process, returned once its window has begun."""
+def _start_run(
+    engine: str,
+    base: Path,
+    cwd: Path,
+    results: Path,
+    seconds: int = 60,
+    *,
+    sessions: int = 2,
+    warmup: int = 0,
+    settle_s: float = 1.5,
+):
+    """`slob run` in a child process, returned once its results directory exists and
+    `settle_s` later (1.5 s: inside the window)."""
     proc = slob_subprocess(
-        "run", "--target", TARGETS[engine], *DATA, "--sessions", "2", "--update-pct", "20",
-        "--warmup", "0", "--run-time", str(seconds), "--results-dir", str(results),
-        data_dir=base, cwd=cwd,
+        "run", "--target", TARGETS[engine], *DATA, "--sessions", str(sessions),
+        "--update-pct", "20", "--warmup", str(warmup), "--run-time", str(seconds),
+        "--results-dir", str(results), data_dir=base, cwd=cwd,
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(results.glob("*")):
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
-    time.sleep(1.5)  # inside the window
+    time.sleep(settle_s)
     return proc
 
 
@@ -424,15 +435,7 @@ def test_sigterm_ends_the_run_and_counts_no_op_past_it(loaded, base: Path, tmp_p
     test in 1 of 2 tries; not once without the warm-up."""
     engine, cwd = loaded
     results = tmp_path / "results"
-    proc = slob_subprocess(
-        "run", "--target", TARGETS[engine], *DATA, "--sessions", "8", "--update-pct", "20",
-        "--warmup", "1", "--run-time", "60", "--results-dir", str(results),
-        data_dir=base, cwd=cwd,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(results.glob("*")):
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
+    proc = _start_run(engine, base, cwd, results, sessions=8, warmup=1, settle_s=0)
     (run_dir,) = results.iterdir()
     last = datetime.fromisoformat(_window_rows(run_dir, at_least=3)[-1]["time"]).timestamp()
     boundary = last + math.ceil(time.time() - last + 0.1)  # the 1 s intervals' next boundary
