@@ -50,21 +50,15 @@ def _window_seconds(record: RunRecord) -> float | None:
     return max(record.window_end - record.window_start, 0.0)
 
 
-def _cut_by_stop(record: RunRecord, step: float) -> tuple[str, float] | None:
+def _cut_by_stop(record: RunRecord) -> tuple[str, float] | None:
     """What a stop inside the window took out of the op counts: a sentence and its share of
     the window in % (None when nothing was cut). The interval running at the stop is not
     counted: its CALLs were cancelled, and a result of it that still came holds ops from
     after the stop (runner/phase.py); the window's seconds and the database's and host's
     counters run to the stop. A warning (its figures invalid for verdicts) from CUT_WARN_PCT
     of the window, else a note."""
-    seconds = _window_seconds(record)
-    if record.status == RunStatus.COMPLETE or not seconds or record.window_start is None:
-        return None
-    end, planned = record.window_end, record.planned_end
-    if end is not None and planned is not None and end >= planned:
-        return None  # stopped after the window's last boundary: nothing cut
-    cut = seconds - int(seconds / step + 1e-9) * step
-    if cut < 0.001:
+    seconds, cut = _window_seconds(record), record.cut_s
+    if not seconds or cut < 0.001:
         return None
     pct = cut / seconds * 100
     return (
@@ -237,7 +231,7 @@ def _warnings(
             f"the window ({seconds:.1f} s) is shorter than 5 sampling intervals "
             f"({config.p.sample_interval} s): the time series says little"
         )
-    cut = _cut_by_stop(record, config.p.sample_interval)
+    cut = _cut_by_stop(record)
     if cut and cut[1] >= CUT_WARN_PCT:
         warnings.append(cut[0])
     dead = [o for o in record.sessions if o.error and record.status == RunStatus.COMPLETE]
@@ -484,7 +478,7 @@ def build_run_json(
     for inst in record.instances:
         waits.update(inst.waits)
     notes = list(record.notes) + [f"op counts from {s}" for s in dict.fromkeys(ops_source)]
-    cut = _cut_by_stop(record, config.p.sample_interval)
+    cut = _cut_by_stop(record)
     if cut and cut[1] < CUT_WARN_PCT:
         notes.append(cut[0])
     for entry in entries:

@@ -80,6 +80,9 @@ class RunRecord:
     instances: list[InstanceRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stopped_by: str | None = None  # "SIGINT" | "SIGTERM" when a signal ended the run
+    # seconds of the window between its last boundary before a stop and the stop: the
+    # interval the stop cut, whose ops are not counted (runner/stopping.py Stopping.cut_s)
+    cut_s: float = 0.0
     # RATE runs: the warm-up's mean service time, and what it said before the window
     warmup_service_us: float | None = None
     early_warnings: list[str] = field(default_factory=list)

@@ -176,6 +176,7 @@ class RunController:
         if stopping.is_set():
             stopped_at = await stopping.end_calls(window)
             record.window_end = min(stopped_at, schedule.end or stopped_at)
+            record.cut_s = stopping.cut_s(schedule)
         else:
             record.window_end = time.time()
         await asyncio.to_thread(sampler.caught_up)  # earlier rows read before "after"

@@ -55,6 +55,15 @@ class Stopping:
         window's."""
         return self.stopped_at is not None and schedule.boundary(index) > self.stopped_at
 
+    def cut_s(self, schedule: Schedule) -> float:
+        """How much of the phase the cut interval had run when the run stopped (0: not
+        stopped, or stopped on a boundary or after the phase's end)."""
+        at = self.stopped_at
+        if at is None or (schedule.end is not None and at >= schedule.end):
+            return 0.0
+        index = schedule.index_at(at)
+        return max(at - (schedule.start if index == 1 else schedule.boundary(index - 1)), 0.0)
+
     def backend(self, session: Session) -> Any:
         return self.instances[self.record.sessions[session.id].instance].backend
 
