@@ -57,6 +57,10 @@ class WorkSession:
     conn: psycopg.AsyncConnection
     pid: int
     in_flight: int = 0  # CALLs sent, their results not yet read (libpq pipeline mode)
+    # the CALL's text, and the last conf sent with its JSON: a later CALL of a phase gets
+    # the same conf dict again (runner/phase.py), encoded once (client CPU per CALL)
+    call_query: bytes | None = None
+    last_conf: tuple[dict[str, Any], bytes] | None = None
 
 
 class Monitor:
@@ -180,8 +184,11 @@ class PostgresRunBackend:
         conn, pgconn = session.conn, session.conn.pgconn
         if pgconn.pipeline_status == pq.PipelineStatus.OFF:
             pgconn.enter_pipeline_mode()
-        query = call_statement(session.schema, placeholder="$1").as_bytes(conn)
-        pgconn.send_query_params(query, [json.dumps(conf).encode()])
+        if session.call_query is None:
+            session.call_query = call_statement(session.schema, placeholder="$1").as_bytes(conn)
+        if session.last_conf is None or session.last_conf[0] is not conf:
+            session.last_conf = (conf, json.dumps(conf).encode())
+        pgconn.send_query_params(session.call_query, [session.last_conf[1]])
         pgconn.pipeline_sync()
         session.in_flight += 1
         loop = asyncio.get_running_loop()
