@@ -154,6 +154,45 @@ def test_the_phase_end_closes_the_rest_with_the_attachment_on_the_last() -> None
     assert closed[0][0].own_commits == {0: 1}
 
 
+def test_a_stop_closes_the_rows_up_to_the_last_interval_with_results() -> None:
+    """A stop just after boundary 2: session 1 had returned interval 2, session 2's CALL of
+    it was cancelled in its last op (no result), the stop's own commits went to interval 3,
+    which the stop cut. Interval 2 never closes by itself; after the stop it closes with the
+    "after" snapshots, and interval 3's commits go with it: the rows hold every op and
+    commit the window counts."""
+    book, closed = _new_book([1, 2], end=5.0)
+    for session in (1, 2):
+        book.starting(session, 0.0)
+        book.returned(session, 0, 1, {"ops_select": 3})
+        book.starting(session, 1.0)
+    book.returned(1, 0, 2, {"ops_select": 5})
+    book.starting(1, 2.0)
+    book.close_ready()
+    assert [iv.index for iv, _ in closed] == [1]
+    book.finished(2)  # cancelled
+    book.finished(1)
+    book.own_commit(0)  # booked to interval 3, the one the stop cut
+    book.close_kept({"after": "snapshot"})
+    assert [(iv.index, iv.total()) for iv, _ in closed] == [
+        (1, {"ops_select": 6}),
+        (2, {"ops_select": 5}),
+    ]
+    assert closed[-1][1] == {"after": "snapshot"} and closed[-1][0].own_commits == {0: 1}
+    assert book.open == {}
+
+
+def test_a_stop_after_every_row_closed_closes_nothing_more() -> None:
+    book, closed = _new_book([1], end=5.0)
+    book.starting(1, 0.0)
+    book.returned(1, 0, 1, {"ops_select": 3})
+    book.starting(1, 1.0)
+    book.close_ready()
+    book.finished(1)
+    book.own_commit(0)
+    book.close_kept({"after": "snapshot"})
+    assert [iv.index for iv, _ in closed] == [1]
+
+
 def test_instances_are_kept_apart_and_summed() -> None:
     book, closed = _new_book([1, 2])
     book.starting(1, 0.0)

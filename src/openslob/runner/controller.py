@@ -186,9 +186,12 @@ class RunController:
         record.last_op_end = max(ends) if ends else None
         record.planned_end = schedule.end  # earlier when Stopping.end_window_early moved it
         await snapshots.db("db_after")
-        if not stopping.is_set() and window.done() and not window.exception():
+        if window.done() and not window.cancelled() and not window.exception():
             book = window.result()  # its last interval ends with it: the "after" snapshots
-            book.close_ready(through=book.started, attach=snapshots.after())
+            if not stopping.is_set():
+                book.close_ready(through=book.started, attach=snapshots.after())
+            elif record.status is RunStatus.INTERRUPTED:  # Ctrl-C, SIGTERM: rows to the stop
+                book.close_kept(snapshots.after())
         self._script("post")
 
     def _script(self, when: str) -> None:

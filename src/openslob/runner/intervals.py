@@ -175,6 +175,23 @@ class IntervalBook:
         """The session runs no more CALLs in this phase (its loops are done, or it failed)."""
         self.covered.pop(session, None)
 
+    def close_kept(self, attach: dict[str, Any]) -> None:
+        """After a stop: close the intervals up to the last one that holds results, with
+        `attach` (the window's "after" snapshots) on it, so that the rows add up to the
+        window. An interval still open then had a session's CALL cancelled in it (an op
+        that began before its boundary was running at the stop) while others' results of it
+        came: without this its ops counted in the window with no row of theirs. Our own
+        commits booked to a later interval (the one the stop cut) go with the last row."""
+        kept = [index for index, interval in self.open.items() if interval.results]
+        if not kept:
+            return
+        through = max(kept)
+        last = self.open[through]
+        for index in [i for i in self.open if i > through]:
+            for instance, count in self.open.pop(index).own_commits.items():
+                last.own_commits[instance] = last.own_commits.get(instance, 0) + count
+        self.close_ready(through=through, attach=attach)
+
     def close_ready(
         self, *, through: int | None = None, attach: dict[str, Any] | None = None
     ) -> None:
