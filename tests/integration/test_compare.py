@@ -1,6 +1,6 @@
 """Repeats and `slob compare` on real runs of the session's private server (no mocks).
 
-One module fixture makes the runs every test reads (~55 s): sweep "a" (SESSIONS 1,2, six
+One module fixture makes the runs every test reads (~35 s; 1 s runs): sweep "a" (SESSIONS 1,2, six
 interleaved repeats each), sweep "wu" (the same with WORK_UNIT 8 instead of 64, the issue's
 real change: ~8x fewer logical reads per SLOBop; made with --repeat 2, then resumed with
 --repeat 3, which adds a round) and a repeated `slob run` with another RUN_TIME, whose
@@ -43,7 +43,7 @@ from tests.conftest import invoke
 # test_run's data set (48 MB beside the pio profile's 22 MB cache: physical reads), so the
 # session server keeps the data set the modules after this one expect.
 DATA = ["--schemas", "2", "--scale", "3000", "--scan-table-sz", "40", "--seed", "99"]
-SHORT = ["--run-time", "2", "--warmup", "0", "--update-pct", "0"]
+SHORT = ["--run-time", "1", "--warmup", "0", "--update-pct", "0"]
 ORACLE = Path(__file__).parents[1] / "data" / "oracle" / "slob11g"
 
 
@@ -67,7 +67,7 @@ def results(server: EmbeddedServer, tmp_path_factory: pytest.TempPathFactory) ->
     assert more.exit_code == 0, more.output
     assert "4 run(s) already complete, skipped" in more.output
     repeated = slob(
-        "run", *DATA, "--update-pct", "0", "--warmup", "0", "--run-time", "3",
+        "run", *DATA, "--update-pct", "0", "--warmup", "0", "--run-time", "2",
         "--sessions", "1", "--results-dir", str(root), "--label", "one", "--repeat", "2",
         cwd=root, env=env,
     )  # fmt: skip
@@ -328,14 +328,14 @@ def test_single_runs_have_no_verdict(results: Path, tmp_path: Path) -> None:
     assert [p.shown for p in comparison.points] == ["SESSIONS=1"]
     assert comparison.pairing.only_base[0].params["SESSIONS"] == 2
     keys = {d.key: (d.base, d.cand) for d in comparison.differences}
-    assert keys["config.RUN_TIME"] == (["2.0"], ["3.0"])  # a setting: listed, allowed
+    assert keys["config.RUN_TIME"] == (["1.0"], ["2.0"])  # a setting: listed, allowed
     ops = comparison.points[0].changes[0]
     assert ops.numbers_say == NO_REPEATS and ops.ci_low_pct is None and ops.confidence is None
     assert ops.change_pct is not None  # measured, printed, not judged
     text = slob("compare", str(results / "sweep-a"), str(single), "--no-plots",
                 "--fail-if", "slobops_per_s<-90%", cwd=tmp_path).output  # fmt: skip
     assert "Only in the base, not compared: SESSIONS=2" in text
-    assert "config.RUN_TIME  2.0  →  3.0" in text
+    assert "config.RUN_TIME  1.0  →  2.0" in text
     assert NO_REPEATS in text or "REFUSED slobops_per_s<-90%" in text
     assert ("pass slobops_per_s<-90%" in text) == (ops.invalid is None)
 
