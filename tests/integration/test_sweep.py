@@ -73,7 +73,7 @@ def _sweep_args(results: Path, label: str) -> list[str]:
         "--sessions",
         "1,2",
         "--run-time",
-        "2",
+        "1",
         "--warmup",
         "0",
         "--results-dir",
