@@ -3,7 +3,7 @@
 
 An accelerated sustained run: `slob run` at SAMPLE_INTERVAL 0.1 s (ten times the intervals of
 a 1 s run per second of wall time: 10 minutes here are 100 minutes of 1 s intervals) in a
-child process; its VmRSS is read every few seconds. Printed: RSS after the first tenth of
+child process; its VmRSS is read every --poll seconds (2). Printed: RSS after the first tenth of
 the window and at its end, the growth, and the growth per 1,000 intervals. Every row,
 histogram and checkpoint of the run goes through the client, so anything it kept per
 interval would show as growth. Goal: growth < 1 MiB per 1,000 intervals (after the start).
@@ -37,7 +37,9 @@ def rss_mib(pid: int) -> float | None:
 
 
 def main() -> None:
-    args = parse_args(__doc__, {"seconds": 600.0, "sessions": 4}, {"seconds": 6.0})
+    args = parse_args(
+        __doc__, {"seconds": 600.0, "sessions": 4, "poll": 2.0}, {"seconds": 3.0, "poll": 0.5}
+    )
     bench = Bench(args.data_dir, "pio")
     bench.ensure_data(bench.config(**DATA, SESSIONS=args.sessions), args.sessions)
     results = Path(tempfile.mkdtemp(prefix="client-memory-"))
@@ -56,7 +58,7 @@ def main() -> None:
                 rss = rss_mib(proc.pid)
                 if rss is not None:
                     samples.append((time.monotonic() - started, rss))
-                time.sleep(2)
+                time.sleep(args.poll)  # --quick: 0.5 s, a few samples in a 3 s window
             err = proc.stderr.read().decode() if proc.stderr else ""
         if proc.returncode != 0:
             raise SystemExit(f"slob run failed ({proc.returncode}): {err.strip()[-500:]}")

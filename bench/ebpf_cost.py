@@ -218,11 +218,12 @@ def main() -> None:
             "bpf_stats": 0,
             "calls": 200000,
             "toggle": 0.0,
+            "warmup": 1.0,
         },
-        {"sessions": "4", "seconds": 2.0, "repeats": 1, "calls": 2000},
+        {"sessions": "4", "seconds": 1.0, "repeats": 1, "calls": 2000, "warmup": 0.0},
     )
     bench = Bench(args.data_dir, "pio")
-    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 128, "WARMUP": 1}
+    data = {"SCHEMAS": 4, "SCALE": 8192, "SCAN_TABLE_SZ": 128, "WARMUP": args.warmup}
     data["UPDATE_PCT"] = args.update_pct
     results = Path(tempfile.mkdtemp(prefix="ebpf-cost-"))
     stats_before = ebpf.BPF_STATS.read_text() if args.bpf_stats else None
