@@ -45,7 +45,12 @@ def test_every_script_is_covered() -> None:
     assert scripts == set(EXPECTED)
 
 
-@pytest.mark.parametrize("script", sorted(EXPECTED))
+# setup_speed.py drops the data set every other script shares: it runs last, or the script
+# after it loads those 4 x 8,192 rows again (~9 s)
+SCRIPTS = sorted(EXPECTED, key=lambda name: (name == "setup_speed.py", name))
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
 def test_bench_script_quick(script: str, bench_server: EmbeddedServer) -> None:
     args = [sys.executable, str(BENCH / script), "--data-dir", str(bench_server.data_dir)]
     args += ["--size", "16M", "--repeats", "1"] if script == "setup_speed.py" else ["--quick"]
