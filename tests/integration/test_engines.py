@@ -475,8 +475,9 @@ def test_a_stop_inside_the_ops_that_began_before_a_boundary_keeps_their_row(
     sessions are still in an op of the interval before it: their CALLs are cancelled (no
     result), the others' results of that interval come. That interval then never closed by
     itself: its ops counted in the window with no row of theirs (the rows 3 and 9 ops short
-    of the sessions' in two tries of the old code). After a stop the rows are closed up to the last interval with results,
-    the last with the window's "after" snapshots (IntervalBook.close_kept)."""
+    of the sessions' in two tries of the old code). After a stop the rows are closed up to
+    the last interval with results, the last with the window's "after" snapshots
+    (IntervalBook.close_kept)."""
     engine, cwd = loaded
     results = tmp_path / "results"
     think = ("--think-tm-frequency", "1", "--think-tm-min", "0.3", "--think-tm-max", "0.3")
