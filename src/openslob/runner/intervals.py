@@ -77,6 +77,11 @@ class Schedule:
     def __init__(self, start: float, end: float | None, step: float) -> None:
         self.start, self.end, self.step = start, end, step
 
+    def begin(self, index: int) -> float:
+        """The start of interval `index` (1, 2, ...): the phase's start, or the boundary
+        before it."""
+        return self.start if index == 1 else self.boundary(index - 1)
+
     def boundary(self, index: int) -> float:
         """The end of interval `index` (1, 2, ...)."""
         edge = self.start + index * self.step
@@ -149,8 +154,8 @@ class IntervalBook:
 
     def _interval(self, index: int) -> Interval:
         if index not in self.open:
-            start = self.schedule.start if index == 1 else self.schedule.boundary(index - 1)
-            self.open[index] = Interval(self.phase, index, start, self.schedule.boundary(index))
+            begin, end = self.schedule.begin(index), self.schedule.boundary(index)
+            self.open[index] = Interval(self.phase, index, begin, end)
         return self.open[index]
 
     def starting(self, session: int, now: float) -> tuple[int, float]:

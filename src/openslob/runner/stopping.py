@@ -61,8 +61,7 @@ class Stopping:
         at = self.stopped_at
         if at is None or (schedule.end is not None and at >= schedule.end):
             return 0.0
-        index = schedule.index_at(at)
-        return max(at - (schedule.start if index == 1 else schedule.boundary(index - 1)), 0.0)
+        return max(at - schedule.begin(schedule.index_at(at)), 0.0)
 
     def backend(self, session: Session) -> Any:
         return self.instances[self.record.sessions[session.id].instance].backend
