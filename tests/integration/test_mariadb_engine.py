@@ -11,6 +11,7 @@ import pymysql
 import pytest
 
 from openslob.config.resolve import Config, resolve
+from openslob.engines.api import KeptIntervals
 from openslob.engines.mariadb import stats
 from openslob.engines.mariadb.engine import MariaDBEngine
 from openslob.engines.mariadb.layout import layout_for
@@ -252,6 +253,121 @@ def test_a_streaming_call_returns_each_interval_as_it_ends(
         assert 0 <= later["began_epoch"] - earlier["ended_epoch"] < 0.1
     assert after["call_ended"] is True  # a CALL without `stream`: one result
     assert killed is not None and killed.args[0] == QUERY_INTERRUPTED
+
+
+def test_a_batched_stream_answers_every_other_interval_with_an_array(
+    server: EmbeddedMariaDB, engine: MariaDBEngine
+) -> None:
+    """With `batch` 2 a streaming CALL answers at the boundaries b with (b + batch_offset)
+    % 2 == 0 and at the phase's end, each time with a JSON array of the intervals since its
+    last answer, in order, each its own result; nothing is left kept once it has ended."""
+    backend = MariaDBRunBackend(server.connect_kwargs(), "openslob-test-batch")
+    offset = 0  # answers at the even boundaries
+    cfg = config(UPDATE_PCT="20")
+
+    async def scenario() -> tuple[list[tuple[list, float]], KeptIntervals]:
+        session = await backend.open_session(1, "user2")
+        try:
+            start = time.time() + 0.3
+            conf = loop_conf(
+                cfg, record=True, start_epoch=start, until_epoch=start + 2.5, loops=0,
+                seed=0.5, interval_s=0.5, stream=True, batch=2, batch_offset=offset,
+            )  # fmt: skip
+            await backend.send(session, conf)
+            arrived = []
+            while session.in_flight:
+                answer = await backend.receive(session)
+                arrived.append((answer, time.time()))
+            return arrived, await backend.pending(session)
+        finally:
+            await backend.close(session)
+
+    arrived, left = _run(scenario())
+    backend.shutdown()
+    answers = [answer for answer, _ in arrived]
+    assert all(isinstance(answer, list) and answer for answer in answers)
+    results = [r for answer in answers for r in answer]
+    # 2.5 s of 0.5 s intervals, each once and in order: [1, 2], [3, 4], then the phase's end
+    assert [r["interval"] for r in results] == [1, 2, 3, 4, 5]
+    assert all((answer[-1]["interval"] + offset) % 2 == 0 for answer in answers[:-1])
+    assert [r["call_ended"] for r in results] == [False, False, False, False, True]
+    assert results[-1]["next"]["op_base"] == sum(r["ops"] for r in results)
+    for answer, at in arrived:
+        assert at - answer[-1]["ended_epoch"] < 0.3  # at its boundary, not the CALL's end
+    for result in results:
+        assert result["ended_epoch"] - result["began_epoch"] < 0.75
+        assert result["ops"] == result["ops_select"] + result["ops_update"] > 0
+        selects = Histogram.from_json(result["hist_select"])
+        assert sum(selects.counts.values()) == result["ops_select"]
+    for earlier, later in itertools.pairwise(results):
+        assert later["next"]["op_base"] == earlier["next"]["op_base"] + later["ops"]
+        assert 0 <= later["began_epoch"] - earlier["ended_epoch"] < 0.1
+    assert left == KeptIntervals([], 0)
+
+
+def test_a_stop_inside_a_batch_leaves_its_intervals_to_pending(
+    server: EmbeddedMariaDB, engine: MariaDBEngine
+) -> None:
+    """A kill inside a batch (batch 4: the first answer is due at interval 4's end) ends the
+    streaming CALL; the intervals it had completed stay in the session, and pending() gives
+    them once, in order. A CALL's start clears what an earlier one left."""
+    backend = MariaDBRunBackend(server.connect_kwargs(), "openslob-test-pending")
+    cfg = config(UPDATE_PCT="20")
+
+    async def scenario() -> tuple[list, BaseException | None, list[KeptIntervals]]:
+        session = await backend.open_session(1, "user2")
+        try:
+            start = time.time() + 0.3
+            conf = loop_conf(
+                cfg, record=True, start_epoch=start, until_epoch=start + 60, loops=0,
+                seed=0.7, interval_s=0.5, stream=True, batch=4, batch_offset=0,
+            )  # fmt: skip
+            await backend.send(session, conf)
+            await asyncio.sleep(start + 1.2 - time.time())  # inside interval 3
+            # repeated until the CALL answers: a kill can miss (test_a_streaming_call_...)
+            answered, killed = [], None
+            answer = asyncio.ensure_future(backend.receive(session))
+            kill_started = time.monotonic()
+            try:
+                while time.monotonic() - kill_started < 5:
+                    await backend.cancel(session)
+                    done, _ = await asyncio.wait({answer}, timeout=0.25)
+                    if done:  # a batch answered before the kill: the CALL goes on
+                        answered.append(answer.result())
+                        answer = asyncio.ensure_future(backend.receive(session))
+            except pymysql.err.OperationalError as exc:
+                killed = exc
+            if killed is None:
+                answer.cancel()
+            assert session.in_flight == 0
+            kept = [await backend.pending(session), await backend.pending(session)]
+            # a stale one is cleared by the next CALL's start (here one without `stream`)
+            with session.conn.cursor() as cur:
+                cur.execute("SET @openslob_pending = '[{\"interval\": 99}]'")
+            now = time.time()
+            await backend.call(
+                session,
+                loop_conf(cfg, record=True, start_epoch=now, until_epoch=now + 0.2, loops=0,
+                          seed=0.1),
+            )  # fmt: skip
+            kept.append(await backend.pending(session))
+            return answered, killed, kept
+        finally:
+            await backend.close(session)
+
+    answered, killed, (first, second, after_call) = _run(scenario())
+    backend.shutdown()
+    assert killed is not None and killed.args[0] == QUERY_INTERRUPTED
+    results = [r for answer in answered for r in answer] + first.results
+    assert [r["interval"] for r in results] == list(range(1, len(results) + 1))
+    if not answered:  # the kill landed in interval 3 (or soon after): 1 and 2 were kept
+        assert len(first.results) >= 2
+    assert first.own_commits == 0
+    for result in first.results:
+        assert result["call_ended"] is False
+        assert result["ops"] == result["ops_select"] + result["ops_update"] > 0
+    assert second == KeptIntervals([], 0)
+    assert after_call == KeptIntervals([], 0)
 
 
 def _wait_until_running(server: EmbeddedMariaDB, thread: int) -> None:

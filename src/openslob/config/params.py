@@ -76,6 +76,7 @@ class Params:
     warmup: float  # seconds
     repeat: int
     sample_interval: float  # seconds
+    results_per_s: int  # interval results a second per instance before sessions batch them
     # steady state (model/steady.py)
     steady_state: str  # rules text; "" = none
     ss_window: float  # seconds

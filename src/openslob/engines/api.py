@@ -47,6 +47,7 @@ from openslob.engines.records import (
     PROFILES,
     Check,
     Finding,
+    KeptIntervals,
     RewriteExtent,
     ServerState,
     SetupResult,
@@ -77,6 +78,7 @@ from openslob.model.engine import (
     WindowStats,
 )
 from openslob.model.errors import ConfigError, OpenslobError
+from openslob.model.loop import Answer
 from openslob.model.metrics import Metric
 
 __all__ = [  # what an engine and its users import from here (records and model's included)
@@ -97,6 +99,7 @@ __all__ = [  # what an engine and its users import from here (records and model'
     "EnginePlugin",
     "Extensions",
     "Finding",
+    "KeptIntervals",
     "Monitor",
     "PrivateCluster",
     "PrivateServer",
@@ -294,7 +297,7 @@ class RunBackend(Protocol):
 
     async def open_session(self, session_id: int, schema: str) -> Session: ...
 
-    async def call(self, session: Session, conf: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, session: Session, conf: dict[str, Any]) -> Answer:
         """One CALL of the session's loop and its JSON result (send, then receive)."""
 
     async def send(self, session: Session, conf: dict[str, Any]) -> None:
@@ -302,12 +305,18 @@ class RunBackend(Protocol):
         server starts it the moment that one ends (the run keeps two queued, so no session
         waits for the client between intervals). Each CALL is its own transaction."""
 
-    async def receive(self, session: Session) -> dict[str, Any]:
+    async def receive(self, session: Session) -> Answer:
         """The JSON result of the session's oldest CALL in flight (counts, histograms,
         `own_commits`, `interval`, and `next`: what the next CALL continues from, which the
         loop also keeps in the server for a CALL sent with `carry`). With `stream` in its
         conf (Capabilities.streams_intervals) a CALL returns one result per interval as each
         ends, `call_ended` false but for its last: the CALL stays in flight until then."""
+
+    async def pending(self, session: Session) -> KeptIntervals:
+        """After a stop cancelled the session's CALL (nothing in flight): the interval
+        results its loop had kept for its next answer (conf `batch` > 1), fetched and
+        cleared; [] when none or the session is gone. Only with
+        Capabilities(batches_intervals=True)."""
 
     async def publish_stats(self, session: Session) -> bool:
         """Make the session publish its statistics; True when that ran one transaction."""

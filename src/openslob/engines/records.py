@@ -89,6 +89,14 @@ class WaitSamples:
     commits: int  # the sampler's own transactions, all inside the window
 
 
+@dataclass
+class KeptIntervals:
+    """What a cancelled CALL's loop had kept for its next answer (RunBackend.pending)."""
+
+    results: list[dict[str, Any]]  # interval results, as the loop returns them
+    own_commits: int  # transactions the fetching ran (they count in the window's commits)
+
+
 # What every private server offers (SLOB's test modes): pio, direct I/O and a small cache, the
 # default; lio, the data set cached; redo, commits and log flushes dominate.
 PROFILES = ("pio", "lio", "redo")

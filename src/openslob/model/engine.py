@@ -82,6 +82,9 @@ class Capabilities:
     # interval ends (the database's counters move while a statement runs, so the sampler's
     # reads as an interval closes are its own): no CALL ends at each boundary (issue 30)
     streams_intervals: bool = False
+    # its loop keeps k intervals' results in the session and answers every k-th boundary
+    # (the conf's `batch`), with RunBackend.pending to fetch what a cancelled CALL kept
+    batches_intervals: bool = False
 
 
 @runtime_checkable

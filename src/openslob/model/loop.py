@@ -16,6 +16,14 @@ counters move while a statement runs (Capabilities.streams_intervals) gets `stre
 CALL then runs the whole phase and returns each interval's result as the interval ends
 (`call_ended` false), so its loop never stops at a boundary.
 
+With `batch` k > 1 the loop answers only at the end of an interval k with
+(k + batch_offset) % batch == 0, at the phase's end, or when WORK_LOOP's count is done: the
+answer is then a JSON array of the interval results since its last one, in order (a single
+object when batch is 1). PostgreSQL's CALL ends there (its statistics are published then);
+a streaming CALL sends the array and goes on. Until answered, the intervals' results are
+kept in the session (each engine's `pending`: a committed setting, a user variable), so a
+CALL cancelled at a stop loses only the interval it was in (RunBackend.pending).
+
 Each field says its Python type, its SQL type (SqlType: each engine spells it), and:
 - a parameter, the value the loop takes when the conf leaves it out (None: none), and where
   the conf gets it (`Source`);
@@ -124,6 +132,16 @@ class _Params:
         False,
         doc="one CALL for the phase: each interval's result returned as the interval ends",
     )
+    batch = Param(
+        "batch",
+        int,
+        SqlType.BIGINT,
+        1,
+        doc="intervals per answer: results kept in the session, returned every batch-th",
+    )
+    batch_offset = Param(
+        "batch_offset", int, SqlType.BIGINT, 0, doc="the session's stagger: (k + it) % batch"
+    )
     op_base = Param("op_base", int, SqlType.BIGINT, 0, Source.NEXT, "ops before this CALL")
     next_start = Param("next_start", float, SqlType.FLOAT, None, Source.NEXT, "next due op")
     rng_state = Param("rng_state", int, SqlType.BIGINT, None, Source.NEXT, "a loop's RNG")
@@ -202,9 +220,22 @@ LOOP_PARAMS = _Params()
 LOOP_RESULT = _Result()
 
 
-def call_goes_on(result: dict[str, Any]) -> bool:
-    """The result is a streamed interval's: its CALL goes on (`call_ended` false)."""
-    return result.get(LOOP_RESULT.call_ended.key) is False
+# A CALL's answer: one interval's result, or a batch of them (conf `batch` > 1)
+Answer = dict[str, Any] | list[dict[str, Any]]
+
+
+def call_goes_on(answer: Answer) -> bool:
+    """The answer (one result, or a batch: its last decides) is a streamed interval's: its
+    CALL goes on (`call_ended` false)."""
+    last = answer[-1] if isinstance(answer, list) else answer
+    return bool(last) and last.get(LOOP_RESULT.call_ended.key) is False
+
+
+def interval_results(answer: Answer) -> list[dict[str, Any]]:
+    """The interval results of a CALL's answer: one object, or a batch (a JSON array)."""
+    if isinstance(answer, list):
+        return answer
+    return [answer] if answer else []
 
 
 PARAM_KEYS = tuple(p.key for p in LOOP_PARAMS)
@@ -241,6 +272,8 @@ class LoopParams:
     seed: float | None = None  # left out of the JSON when None: the loop does not reseed
     carry: bool = False  # a phase's CALLs after its first: the server keeps what they carry
     stream: bool = False  # the engine streams intervals (Capabilities.streams_intervals)
+    batch: int = 1  # intervals per answer (runner/batches.py)
+    batch_offset: int = 0  # the session's place among the batch's boundaries
 
     def to_json(self) -> dict[str, Any]:
         """The conf the loops read: every key, but `seed` only when there is one."""

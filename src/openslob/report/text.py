@@ -518,9 +518,18 @@ def _sessions(run: dict[str, Any]) -> list[str]:
             if streamed == 0
             else "n/a streamed"
         )
+        batch, answers = window.get("batch"), window.get("answers")
+        batched = (
+            f"; in {answers:,} answers, up to {batch} intervals each (RESULTS_PER_S: rows came "
+            f"up to {batch} intervals late, each row's database counters read once its "
+            "boundary's answers were in)"
+            if batch and batch > 1 and answers is not None
+            else ""
+        )
         lines += _wrap(
             f"Interval results: {window['calls']:,} (one per session per {step} s interval; "
-            f"{how}); between a session's results: mean {fmt(gap('call_gap_mean_ms'), 2)} ms, "
+            f"{how}{batched}); between a session's results: mean "
+            f"{fmt(gap('call_gap_mean_ms'), 2)} ms, "
             f"max {fmt(gap('call_gap_max_ms'), 2)} ms, {fmt(gap('call_gap_pct'), 3)} % of its "
             "time",
             WIDTH,

@@ -311,12 +311,17 @@ def _call_gaps(record: RunRecord, seconds: float | None) -> dict[str, Any]:
     sessions' time: what cutting the window into intervals costs."""
     calls = sum(o.calls for o in record.sessions)
     streamed = sum(o.streamed for o in record.sessions)
+    answers = sum(o.answers for o in record.sessions)
     gaps = sum(max(o.calls - 1, 0) for o in record.sessions)
     total = sum(o.call_gap_sum_s for o in record.sessions)
     busy = seconds * len(record.sessions) if seconds else None
     return {
         "calls": calls,
         "streamed": streamed,
+        # the answers that brought them, and the most intervals one answer covered
+        # (RESULTS_PER_S: sessions answer every k-th boundary, runner/batches.py)
+        "answers": answers,
+        "batch": max((i.batch for i in record.instances), default=1),
         "call_gap_mean_ms": round(total / gaps * 1000, 3) if gaps else None,
         "call_gap_max_ms": round(max(o.call_gap_max_s for o in record.sessions) * 1000, 3)
         if gaps

@@ -30,6 +30,7 @@ class SessionOutcome:
     streamed: int = 0  # of them, returned by a CALL that then went on (call_ended false)
     call_gap_sum_s: float = 0.0
     call_gap_max_s: float = 0.0
+    answers: int = 0  # the answers that brought them (fewer when batched: runner/batches.py)
 
     def add_call(self, result: dict[str, Any], previous_end: float | None) -> None:
         self.calls += 1
@@ -56,6 +57,7 @@ class InstanceRecord:
     # our own transactions inside the window: the stats flush after each CALL
     # (publish_stats) and the wait sampler's commits
     own_commits: int = 0
+    batch: int = 1  # intervals per answer of its sessions (runner/batches.py)
     horizon: HorizonWatch = field(default_factory=HorizonWatch)
     # the server's clock against the client's before the window's barrier (and the warm-up's)
     clock: ClockReading | None = None

@@ -34,6 +34,7 @@ from openslob.model.cliff import CliffWatch, parse_rule
 from openslob.model.loop import LOOP_RESULT
 from openslob.model.states import Phase, RunStatus
 from openslob.results.record import RunRecord
+from openslob.runner import batches
 from openslob.runner.intervals import Schedule
 from openslob.runner.loopconf import external_script
 from openslob.runner.observers import Observers
@@ -101,6 +102,8 @@ class RunController:
             if stopping.is_set():
                 return
             self._script("pre")
+            sessions = [o.instance for o in self.record.sessions]
+            batches.assign(self.config, self.instances, sessions)  # before the sampler reads
             sampler.start()
             watchdog = stopping.watch(sampler)
             try:

@@ -132,6 +132,7 @@ def _run_instance(
         guard=prepared.lock.guard,
         wait_sampling=plugin.capabilities.wait_sampling,
         streams_intervals=plugin.capabilities.streams_intervals,
+        batches_intervals=plugin.capabilities.batches_intervals,
         rows_per_mb=plugin.rows_per_mb(settings),
     )
     info = InstanceInfo(

@@ -144,8 +144,14 @@ class IntervalBook:
         schedule: Schedule,
         sessions: list[int],
         on_close: Callable[[Interval, dict[str, Any]], None],
+        due: dict[int, tuple[int, int]] | None = None,
+        on_publish: Callable[[int], None] | None = None,
     ) -> None:
         self.phase, self.schedule = phase, schedule
+        # batches (runner/batches.py): each session's (batch, offset), and who is told when
+        # every session that answers at a boundary has answered (its counters are published)
+        self.due, self.on_publish = due or {}, on_publish
+        self.published = 0  # boundaries 1..published are published
         self.covered = dict.fromkeys(sessions, 0)  # session -> intervals it is done with
         self.open: dict[int, Interval] = {}
         self.closed = 0  # intervals 1..closed are closed
@@ -197,6 +203,21 @@ class IntervalBook:
                 last.own_commits[instance] = last.own_commits.get(instance, 0) + count
         self.close_ready(through=through, attach=attach)
 
+    def _publish_ready(self) -> None:
+        """Say, in order, each boundary at which every running session due to answer there
+        (batch, offset) has answered: the database counters then hold what they published
+        at it (a session between its answers publishes nothing)."""
+        if self.on_publish is None:
+            return
+        while self.published < self.started - 1:
+            index = self.published + 1
+            for session, covered in self.covered.items():
+                batch, offset = self.due.get(session, (1, 0))
+                if (index + offset) % batch == 0 and covered < index:
+                    return
+            self.published = index
+            self.on_publish(index)
+
     def close_ready(
         self, *, through: int | None = None, attach: dict[str, Any] | None = None
     ) -> None:
@@ -204,6 +225,7 @@ class IntervalBook:
         is over; `attach` goes with the last one). An interval in which no op started (all
         sessions inside longer ops: a stall) closes empty."""
         if through is None:
+            self._publish_ready()
             floor = min(self.covered.values(), default=0)
             through = min(floor, self.started - 1)
         while self.closed < through:

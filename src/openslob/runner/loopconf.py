@@ -35,6 +35,8 @@ def loop_params(
     interval_s: float | None = None,
     carry: bool = False,
     stream: bool = False,
+    batch: int = 1,
+    batch_offset: int = 0,
 ) -> LoopParams:
     """The loop's parameters for one phase (the config's reads of the loop, all here).
     `rows_per_mb`: the instance's EnginePlugin.rows_per_mb (the hotspot's keys)."""
@@ -70,6 +72,8 @@ def loop_params(
         seed=seed,
         carry=carry,
         stream=stream,
+        batch=batch,
+        batch_offset=batch_offset,
     )
 
 
@@ -86,6 +90,8 @@ def loop_conf(
     interval_s: float | None = None,
     carry: bool = False,
     stream: bool = False,
+    batch: int = 1,
+    batch_offset: int = 0,
 ) -> dict[str, Any]:
     """The conf JSON of loop_params (model/loop.py declares its keys)."""
     return loop_params(
@@ -100,6 +106,8 @@ def loop_conf(
         interval_s=interval_s,
         carry=carry,
         stream=stream,
+        batch=batch,
+        batch_offset=batch_offset,
     ).to_json()
 
 

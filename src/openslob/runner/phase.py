@@ -16,16 +16,18 @@ the phase's last one is closed by the timeline, with the snapshots that end the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
 from openslob.config.resolve import Config
-from openslob.model.loop import LOOP_PARAMS, LOOP_RESULT, call_goes_on
+from openslob.model.loop import LOOP_PARAMS, LOOP_RESULT, call_goes_on, interval_results
 from openslob.model.plan import session_seed
 from openslob.model.rate import littles_law_warning
 from openslob.model.states import Phase, RunStatus
 from openslob.results.record import RunRecord
 from openslob.runner import clocks
+from openslob.runner.batches import batch_offset, positions
 from openslob.runner.intervals import IntervalBook, Schedule, merge_into
 from openslob.runner.loopconf import loop_conf
 from openslob.runner.pipeline import QUEUED, drain, past
@@ -59,6 +61,9 @@ class Calls:
         self.parts: dict[int, list[dict[str, Any]]] = {}  # results of the phase, by session
         # each session's last later-CALL conf and what it was made from (_conf)
         self.confs: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        self.ends: dict[int, float | None] = {}  # the end of each session's last result
+        # each session's place among its instance's sessions: its stagger (runner/batches.py)
+        self.positions = positions([o.instance for o in record.sessions])
 
     async def phase(self, name: str, schedule: Schedule, loops: int) -> IntervalBook:
         """Each session runs CALL after CALL, one per interval, until the phase's end (or
@@ -66,16 +71,22 @@ class Calls:
         covered go to the sampler as they close; the phase's last one is closed by the
         caller, with the snapshots that end the phase."""
         sampler = self.sampler
+        due = {s.id: self._due(s.id) for s in self.sessions}
+        batched = any(batch > 1 for batch, _ in due.values())
         book = IntervalBook(
             name,
             schedule,
             [s.id for s in self.sessions],
             lambda interval, attach: sampler.close(interval, **attach),
+            due=due,
+            # batches: the counters are read as each boundary's answers are all in
+            on_publish=(lambda index: sampler.publish(name, index)) if batched else None,
         )
         for state in self.carry.values():  # a RATE schedule starts again at each phase's barrier
             state.pop(LOOP_PARAMS.next_start.key, None)
             state.pop(LOOP_PARAMS.loops_left.key, None)  # and WORK_LOOP's count
         self.sent.clear()
+        self.ends.clear()
         await asyncio.gather(
             *(self._session(s, name, schedule, loops, book) for s in self.sessions)
         )
@@ -94,7 +105,6 @@ class Calls:
         # a streaming engine's CALL runs the whole phase: nothing to queue behind it
         queued = 0 if self._streams(outcome.instance) else QUEUED
         left, in_flight, ahead = loops, 0, 0
-        previous_end = None  # the end of this session's last CALL of the phase
         try:
             book.starting(session.id, time.time())
             book.close_ready()
@@ -110,34 +120,27 @@ class Calls:
                     break
                 offset = self.offsets_s[outcome.instance]
                 in_flight -= 1  # answered or failed: either way no longer in flight
-                result = clocks.to_client(await backend.receive(session), offset)
-                if call_goes_on(result):
+                answer = await backend.receive(session)
+                if call_goes_on(answer):
                     in_flight += 1  # a streamed interval: its CALL goes on to the next
-                index = result.get(LOOP_RESULT.interval.key)
-                ended = float(result.get(LOOP_RESULT.ended_epoch.key) or time.time())
-                if (
-                    (loops and left <= 0)
-                    or index is None
-                    or past(schedule, int(index) - 1)
-                    or self.stopping.cut(schedule, int(index))
-                ):
-                    # queued, it began with nothing left to do; or the stop cut its interval
-                    if name == Phase.WINDOW:
-                        own = int(result.get(LOOP_RESULT.own_commits.key) or 0)
-                        self._own_commits(outcome, book, own)
-                    if in_flight and self.stopping.is_set():
-                        break  # drain cancels what still runs
-                    continue
-                self._returned(session, name, int(index), result, book, previous_end)
-                previous_end = result.get(LOOP_RESULT.ended_epoch.key)
-                left -= int(result.get(LOOP_RESULT.ops.key) or 0)
-                # the CALL running now began as this one ended; the queued ones follow it
-                ahead = schedule.index_at(ended) + in_flight - 1 if in_flight else int(index)
-                if in_flight:  # the queued CALL began as this one ended
-                    book.starting(session.id, ended)
-                book.close_ready()
+                ended, index = None, 0
+                for result in interval_results(answer):
+                    result = clocks.to_client(result, offset)
+                    left, kept = self._take(session, name, schedule, book, result, loops, left)
+                    if kept:
+                        ended = float(result.get(LOOP_RESULT.ended_epoch.key) or time.time())
+                        index = int(result[LOOP_RESULT.interval.key])
+                if ended is not None:
+                    outcome.answers += name == Phase.WINDOW
+                    # the CALL running now began as this one ended; the queued ones follow
+                    # (each covers at least one interval: `ahead` errs low, which costs at
+                    # most a CALL that finds the phase over)
+                    ahead = schedule.index_at(ended) + in_flight - 1 if in_flight else index
+                    if in_flight:  # the queued CALL began as this one ended
+                        book.starting(session.id, ended)
+                    book.close_ready()
                 if in_flight and self.stopping.is_set():
-                    break  # a cancel that missed (between statements) is repeated by drain
+                    break  # drain cancels what still runs (a cancel that missed is repeated)
         except Exception as exc:
             outcome.error = first_line(exc)
             if not self.stopping.is_set():
@@ -145,13 +148,71 @@ class Calls:
                     RunStatus.FAILED, f"session {session.id} ({session.schema}): {outcome.error}"
                 )
         finally:  # also after a cancel: the interrupted window's counts are published
+            await self._drained(session, name, schedule, book, loops, left, in_flight)
             self._total(session, name)
-            await drain(backend, session, in_flight)
             book.finished(session.id)
             if not self.stopping.is_set():
                 book.close_ready()  # what waited for this session alone
             if await backend.publish_stats(session) and name == Phase.WINDOW:
                 self._own_commits(outcome, book, 1)
+
+    def _take(
+        self,
+        session: Session,
+        name: str,
+        schedule: Schedule,
+        book: IntervalBook,
+        result: dict[str, Any],
+        loops: int,
+        left: int,
+    ) -> tuple[int, bool]:
+        """One interval's result into the books: (WORK_LOOP's ops left, whether it was
+        kept). Not kept: a queued CALL that began with nothing left to do, or an interval
+        the stop cut (its ops are not counted; our own commits in it are)."""
+        index = result.get(LOOP_RESULT.interval.key)
+        if (
+            (loops and left <= 0)
+            or index is None
+            or past(schedule, int(index) - 1)
+            or self.stopping.cut(schedule, int(index))
+        ):
+            if name == Phase.WINDOW:
+                own = int(result.get(LOOP_RESULT.own_commits.key) or 0)
+                self._own_commits(self.record.sessions[session.id], book, own)
+            return left, False
+        self._returned(session, name, int(index), result, book, self.ends.get(session.id))
+        self.ends[session.id] = result.get(LOOP_RESULT.ended_epoch.key)
+        return left - int(result.get(LOOP_RESULT.ops.key) or 0), True
+
+    async def _drained(
+        self,
+        session: Session,
+        name: str,
+        schedule: Schedule,
+        book: IntervalBook,
+        loops: int,
+        left: int,
+        in_flight: int,
+    ) -> None:
+        """After a stop or a failure: the CALLs still in flight are cancelled (drain); the
+        answers that came all the same, and the intervals a cancelled CALL had kept for its
+        next answer (RunBackend.pending: batch > 1), go into the books like any answer, so
+        that a stop loses only the interval it cut."""
+        instance = self.record.sessions[session.id].instance
+        backend, offset = self.instances[instance].backend, self.offsets_s[instance]
+        answers = await drain(backend, session, in_flight)
+        # a stop: the CALL cancelled (before or by the drain) may have kept intervals
+        if self.stopping.is_set() and self.instances[instance].batch > 1:
+            with contextlib.suppress(Exception):  # a dead server keeps nothing to fetch
+                kept = await backend.pending(session)
+                answers.append(kept.results)
+                if name == Phase.WINDOW:
+                    self._own_commits(self.record.sessions[session.id], book, kept.own_commits)
+        for answer in answers:
+            for result in interval_results(answer):
+                left, _ = self._take(
+                    session, name, schedule, book, clocks.to_client(result, offset), loops, left
+                )
 
     def _conf(self, session: Session, name: str, schedule: Schedule, left: int) -> dict[str, Any]:
         """The conf of the session's next CALL, in the server's clock. The phase's first
@@ -179,6 +240,8 @@ class Calls:
             rows_per_mb=instance.rows_per_mb,
             carry=not first,
             stream=self._streams(at),
+            batch=self._due(session.id)[0],
+            batch_offset=self._due(session.id)[1],
         )
         if first:
             conf.update(self.carry.get(session.id, {}))
@@ -187,6 +250,12 @@ class Calls:
         if not first:
             self.confs[session.id] = (key, conf)
         return conf
+
+    def _due(self, session_id: int) -> tuple[int, int]:
+        """The session's (batch, offset): it answers at the boundaries b with
+        (b + offset) % batch == 0 (runner/batches.py)."""
+        batch = self.instances[self.record.sessions[session_id].instance].batch
+        return batch, batch_offset(self.positions[session_id], batch)
 
     def _streams(self, instance: int) -> bool:
         """Whether the instance's CALLs stream the phase's intervals (Capabilities): not

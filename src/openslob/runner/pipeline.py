@@ -26,10 +26,12 @@ def past(schedule: Schedule, index: int) -> bool:
     return schedule.end is not None and index >= schedule.last_index()
 
 
-async def drain(backend: Any, session: Any, in_flight: int) -> None:
+async def drain(backend: Any, session: Any, in_flight: int) -> list[Any]:
     """The CALLs still in flight after a stop or a failure, cancelled until each has
     answered: a cancel that reaches the server before the queued CALL has started is
-    lost, so it is repeated (at most DRAIN_ROUNDS times: a dead server answers none)."""
+    lost, so it is repeated (at most DRAIN_ROUNDS times: a dead server answers none).
+    Returns the answers that came all the same (a CALL that ended before its cancel)."""
+    answers: list[Any] = []
     while in_flight > 0:
         answer = asyncio.ensure_future(backend.receive(session))
         for _ in range(DRAIN_ROUNDS):
@@ -39,8 +41,10 @@ async def drain(backend: Any, session: Any, in_flight: int) -> None:
             await asyncio.wait({answer}, timeout=DRAIN_WAIT_S)
         if not answer.done():
             answer.cancel()
-            return
+            return answers
         in_flight -= 1
         with contextlib.suppress(Exception):
-            if call_goes_on(answer.result()):
+            answers.append(answer.result())
+            if call_goes_on(answers[-1]):
                 in_flight += 1  # a streamed interval came first: the CALL goes on
+    return answers

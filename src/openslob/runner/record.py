@@ -37,5 +37,7 @@ class RunInstance:
     guard: dict[str, Any] = field(default_factory=dict)  # what its loops watch (DatasetLock)
     wait_sampling: bool = False  # the engine samples waits inside the database
     streams_intervals: bool = False  # one CALL a phase, a result an interval (Capabilities)
+    batches_intervals: bool = False  # its loop answers every k-th boundary (Capabilities)
+    batch: int = 1  # intervals per answer in this run (runner/batches.py)
     engine_metrics: tuple[str, ...] = ()  # the engine's own live figures (time series)
     rows_per_mb: int = (1 << 20) // 8192  # its engine's rows per MB of cf1 (hotspot keys)

@@ -46,8 +46,14 @@ class Sampler(threading.Thread):
     from) and when each interval closes. Device and CPU counters are read at each boundary
     as it passes (a device's I/O goes on in real time); the database counters when the
     interval closes, once every session has returned its CALL up to that boundary (a
-    database publishes a CALL's counters when it ends). The controller hands over the
-    snapshots it takes itself at the ends of the window, so the intervals add up to it."""
+    database publishes a CALL's counters when it ends). When sessions answer every k-th
+    boundary (RunInstance.batch > 1, runner/batches.py) an interval closes up to k
+    intervals late, so the database counters are read earlier, once every session due to
+    answer at its boundary has (IntervalBook.on_publish): PostgreSQL's then hold what those
+    sessions published, each its last k intervals (a row's database figures are spread
+    over k intervals; the window's total stays exact); InnoDB's are the interval's. The
+    controller hands over the snapshots it takes itself at the ends of the window, so the
+    intervals add up to it."""
 
     def __init__(
         self,
@@ -82,6 +88,7 @@ class Sampler(threading.Thread):
         self._phase = ""
         self._tick = 1  # the next boundary whose host counters are read
         self._at_boundary: dict[int, Hosts] = {}
+        self._db_at_boundary: dict[int, Snapshots] = {}
         self._db_prev: Snapshots = []
         self._host_prev: Hosts = {}
 
@@ -107,6 +114,11 @@ class Sampler(threading.Thread):
         """An interval is closed: its row, from `db`/`hosts` when given (the window's
         "after" snapshots), else from counters read now / at its boundary."""
         self.inbox.put(("close", interval, db, hosts, end))
+
+    def publish(self, phase: str, index: int) -> None:
+        """Every session due to answer at boundary `index` has (batches, runner/batches.py):
+        the database counters are read now for that interval's row."""
+        self.inbox.put(("publish", phase, index))
 
     def caught_up(self, timeout: float = SYNC_TIMEOUT_S) -> bool:
         """Wait until the thread has handled everything sent to it so far (False: it did
@@ -173,13 +185,15 @@ class Sampler(threading.Thread):
                 return
             if kind == "phase":
                 _, self._phase, self._schedule, db, hosts = message
-                self._tick, self._at_boundary = 1, {}
+                self._tick, self._at_boundary, self._db_at_boundary = 1, {}, {}
                 self._db_prev = db if db is not None else self._dbs()
                 self._host_prev = hosts if hosts is not None else self._hosts()
                 if self.layers is not None:
                     self.layers.mark()
             elif kind == "close":
                 self._row(*message[1:])
+            elif kind == "publish" and message[1] == self._phase:
+                self._db_at_boundary[message[2]] = self._dbs()
             elif kind == "sync":
                 message[1].set()
 
@@ -201,10 +215,12 @@ class Sampler(threading.Thread):
     ) -> None:
         if interval.phase != self._phase:
             return  # a phase's interval arriving after the next phase began: no row
-        db_cur = db if db is not None else self._dbs()
+        at_boundary = self._db_at_boundary.pop(interval.index, None)
+        db_cur = db if db is not None else at_boundary or self._dbs()
         host_cur = hosts or self._at_boundary.pop(interval.index, None) or self._hosts()
-        for index in [i for i in self._at_boundary if i < interval.index]:
-            del self._at_boundary[index]  # boundaries of intervals closed without a read
+        for kept in (self._at_boundary, self._db_at_boundary):
+            for index in [i for i in kept if i < interval.index]:
+                del kept[index]  # boundaries of intervals closed without a read
         row, hists = build_row(
             interval,
             keys=self.keys,

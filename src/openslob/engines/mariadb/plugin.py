@@ -165,6 +165,7 @@ class MariaDBPlugin(EnginePlugin):
         },
         wait_sampling=False,
         streams_intervals=True,
+        batches_intervals=True,
         host_files=False,
         statement_stats=False,
     )

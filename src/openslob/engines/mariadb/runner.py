@@ -2,8 +2,8 @@
 
 PyMySQL is synchronous, so each blocking call of a work session (connecting, sending its
 CALL) runs in a worker thread from a pool sized for the run's sessions, so that none waits
-behind another for a thread. The CALL's answers (one result per interval) are read in the
-event loop as they arrive (wire.py): no thread is woken per result.
+behind another for a thread. The CALL's answers (one result per interval, or a batch of
+them) are read in the event loop as they arrive (wire.py): no thread is woken per result.
 Cancelling is KILL QUERY <thread id> from a separate connection: the CALL ends with error
 1317 (query interrupted) and the session stays usable.
 Work sessions carry the program name (connection attribute) `application_name`, and
@@ -22,16 +22,18 @@ from typing import Any
 import pymysql
 from pymysql.constants import COMMAND
 
-from openslob.engines.api import WaitSamples
+from openslob.engines.api import KeptIntervals, WaitSamples
 from openslob.engines.common.rows import one
 from openslob.engines.mariadb import horizon, stats
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, connect, global_variables
 from openslob.engines.mariadb.wire import AnswerReader
-from openslob.engines.mariadb.workload import SESSION_SETTINGS, call_statement
+from openslob.engines.mariadb.workload import PENDING_VARIABLE, SESSION_SETTINGS, call_statement
 from openslob.model.errors import SetupError
-from openslob.model.loop import call_goes_on
+from openslob.model.loop import Answer, call_goes_on, interval_results
 
 QUERY_INTERRUPTED = 1317  # ER_QUERY_INTERRUPTED: the answer to KILL QUERY
+# A CALL's answer: one interval's result, or a batch of them (conf `batch` > 1: a JSON array).
+# (call and receive say Any: RunBackend declares one result, dict[str, Any].)
 
 
 @dataclass
@@ -152,8 +154,8 @@ class MariaDBRunBackend:
         with contextlib.suppress(pymysql.err.MySQLError, OSError):
             session.conn.query("ROLLBACK")
 
-    async def call(self, session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:
-        """One CALL and its result (send, then receive)."""
+    async def call(self, session: WorkSession, conf: dict[str, Any]) -> Answer:
+        """One CALL and its answer (send, then receive)."""
         await self.send(session, conf)
         return await self.receive(session)
 
@@ -163,16 +165,19 @@ class MariaDBRunBackend:
         await self._run(self._send, session, conf)
         session.in_flight += 1
 
-    async def receive(self, session: WorkSession) -> dict[str, Any]:
+    async def receive(self, session: WorkSession) -> Answer:
         """The JSON result of the session's oldest CALL in flight, keys as PostgreSQL's
         loop (a streaming CALL's: its next interval's; the CALL stays in flight until its
-        last). A cancelled CALL raises pymysql.err.OperationalError 1317."""
+        last). With conf `batch` > 1 a streaming CALL's answer is a list of its intervals'
+        results since its last answer, in order (its last one's `call_ended` says whether
+        the CALL goes on: model.loop.call_goes_on). A cancelled CALL raises
+        pymysql.err.OperationalError 1317."""
         if session.in_flight <= 0:
             raise RuntimeError("no CALL in flight on this session")
         ended = True  # the CALL's answer is whole (or it failed)
         try:
             value, more = await session.reader.result()  # the CALL's SELECT (the interval's)
-            result = json.loads(value) if value else {}
+            result: Answer = json.loads(value) if value else {}
             if call_goes_on(result):
                 ended = False  # a streamed interval: more follow in this answer
                 return result
@@ -186,6 +191,32 @@ class MariaDBRunBackend:
         finally:
             if ended:
                 session.in_flight -= 1
+
+    @staticmethod
+    def _take_pending(session: WorkSession) -> list[dict[str, Any]]:
+        with session.conn.cursor() as cur:
+            cur.execute(f"SELECT {PENDING_VARIABLE}")
+            kept = one(cur.fetchone())[0]
+            cur.execute(f"SET {PENDING_VARIABLE} = NULL")
+        if isinstance(kept, bytes | bytearray):
+            kept = kept.decode("utf-8")
+        return interval_results(json.loads(kept)) if kept else []
+
+    async def pending(self, session: WorkSession) -> KeptIntervals:
+        """After a stop: the interval results a streaming CALL cancelled by KILL QUERY had
+        completed but not yet answered (conf `batch` > 1), in order. The loop keeps them in
+        the session's user variable PENDING_VARIABLE, which the kill leaves; read and
+        cleared on the session's own connection, so that the stop loses only the interval
+        it cut (a second call: none). None either when nothing was kept, when a CALL is
+        still in flight (its answer holds the connection), or when the connection is gone.
+        No transaction: no own commit (a SELECT and a SET of a user variable)."""
+        if session.in_flight > 0:
+            return KeptIntervals([], 0)
+        try:
+            kept: list[dict[str, Any]] = await self._run(self._take_pending, session)
+        except (pymysql.err.MySQLError, OSError, ValueError):
+            return KeptIntervals([], 0)
+        return KeptIntervals(kept, 0)
 
     async def publish_stats(self, session: WorkSession) -> bool:
         """InnoDB publishes its counters as it goes: nothing to flush, no own commit."""

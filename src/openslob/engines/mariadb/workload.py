@@ -8,7 +8,10 @@ else SELECT COUNT(c2) over custid (k-WORK_UNIT, k]. Think-time sleeps, a start b
 ops until `until_epoch` (one sampling interval: the runner sends the next CALL at once) or
 `loops` ops, whichever comes first. With `stream`, one CALL runs the whole phase: at each
 interval's end its SELECT sends that interval's result (a result set of the CALL's answer,
-which reaches the client at once) and the loop goes on (runner/phase.py). A CALL carries
+which reaches the client at once) and the loop goes on (runner/phase.py); with `batch` k > 1
+it answers only every k-th boundary (staggered by `batch_offset`), at the phase's end or
+when WORK_LOOP's count is done, with a JSON array of the intervals' results since its last
+answer, kept until then in the session's PENDING_VARIABLE. A CALL carries
 on where the previous one stopped: the op counter from `op_base`, the random stream from
 `rng_state` (`result.next`).
 
@@ -104,6 +107,10 @@ BEGIN
     DECLARE v_carry BOOLEAN DEFAULT JSON_VALUE(p_conf, '$.carry') IN ('1', 'true');
     DECLARE v_stream BOOLEAN DEFAULT JSON_VALUE(p_conf, '$.stream') IN ('1', 'true');
     DECLARE v_more BOOLEAN DEFAULT FALSE;  -- streaming: another interval follows in this CALL
+    -- streaming: the intervals an answer covers, and this session's stagger among them
+    DECLARE v_batch BIGINT DEFAULT COALESCE(JSON_VALUE(p_conf, '$.batch'), 1);
+    DECLARE v_batch_offset BIGINT DEFAULT COALESCE(JSON_VALUE(p_conf, '$.batch_offset'), 0);
+    DECLARE v_obj, v_kept LONGTEXT;  -- an interval's result; the batch's so far ('[a,b,')
     DECLARE v_end DOUBLE;  -- the phase's end (v_until: the interval's)
     DECLARE v_ival_op BIGINT;  -- the op counter at the interval's start
     DECLARE v_bounded BOOLEAN DEFAULT COALESCE(JSON_VALUE(p_conf, '$.loops'), 0) > 0;
@@ -160,6 +167,10 @@ BEGIN
         kind TINYINT NOT NULL, idx SMALLINT NOT NULL, n BIGINT NOT NULL,
         PRIMARY KEY (kind, idx)) ENGINE = MEMORY;
     DELETE FROM {hist};
+    SET {pending_var} = NULL;  -- what a cancelled CALL had kept was fetched, or is stale
+    IF NOT v_stream OR v_batch < 1 THEN  -- a CALL of one interval answers at its end
+        SET v_batch = 1;
+    END IF;
     IF v_carry AND {next_var} IS NOT NULL THEN
         -- A phase's later CALLs were sent before the previous one ended (pipelined): what
         -- they carry on from is the session's, kept in the server by the previous CALL.
@@ -371,9 +382,22 @@ BEGIN
         AND NOT (v_bounded AND v_op - v_op_base >= v_loops);
     -- The result: RESULT_SQL, the fields model/loop.py declares. A procedure's SELECT goes
     -- to the client as it runs (a result set of the CALL's answer), not when the CALL ends.
-    SELECT JSON_OBJECT(
+    SET v_obj = JSON_OBJECT(
         {result}
-    ) AS result;
+    );
+    IF v_batch = 1 THEN
+        SELECT v_obj AS result;
+    ELSEIF v_more AND (v_ival + v_batch_offset) % v_batch <> 0 THEN
+        -- Kept for the batch's answer: in the user variable first (a KILL QUERY leaves it,
+        -- RunBackend.pending), then in the CALL's copy, one append an interval.
+        SET {pending_var} = CONCAT(COALESCE(v_kept, '['), v_obj, ']');
+        SET v_kept = CONCAT(COALESCE(v_kept, '['), v_obj, ',');
+    ELSE
+        -- The batch's answer, a JSON array; the same statement clears what it answers.
+        SELECT CONCAT(COALESCE(v_kept, '['), v_obj, ']') AS result,
+            {pending_var} := NULL AS cleared;
+        SET v_kept = NULL;
+    END IF;
     IF NOT v_more THEN
         LEAVE intervals;
     END IF;
@@ -448,6 +472,9 @@ NEXT_SQL = {
 }
 # A session's user variable: what its next CALL carries on from (the `carry` conf key).
 NEXT_VARIABLE = "@openslob_next"
+# A session's user variable: the streamed intervals' results not yet answered (conf `batch`),
+# a JSON array; a KILL QUERY leaves it for RunBackend.pending.
+PENDING_VARIABLE = "@openslob_pending"
 # Conf keys this loop does not read, and why.
 PARAMS_NOT_READ = {
     P.release_s.key: "no snapshot is held across statements (READ COMMITTED, autocommit)",
@@ -485,6 +512,7 @@ def procedure_ddl(schema: str, hot_schema: str = "user1") -> str:
         result=pair_list(result_pairs(RESULT_SQL), indent=8),
         next=pair_list(next_pairs(NEXT_SQL), indent=8),
         next_var=NEXT_VARIABLE,
+        pending_var=PENDING_VARIABLE,
     )
 
 

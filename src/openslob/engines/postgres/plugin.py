@@ -168,6 +168,7 @@ class PostgresPlugin(EnginePlugin):
         host_files=True,
         statement_stats=True,
         session_processes=True,  # a backend per session, each a session leader
+        batches_intervals=True,
     )
     target_help = (
         "'embedded' (the private PostgreSQL 18), a postgresql:// URI or libpq keywords "

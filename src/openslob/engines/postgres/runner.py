@@ -27,7 +27,7 @@ import psycopg
 from psycopg import pq
 from psycopg.conninfo import make_conninfo
 
-from openslob.engines.api import WaitSamples
+from openslob.engines.api import KeptIntervals, WaitSamples
 from openslob.engines.common.aio import until_ready
 from openslob.engines.common.rows import one
 from openslob.engines.postgres import horizon, stats
@@ -35,11 +35,13 @@ from openslob.engines.postgres.workload import (
     ASH_NOTICE,
     CLIENT_CHECK,
     CLIENT_CHECK_VERSION,
+    PENDING_SETTING,
     PREFETCH_IO_CONCURRENCY,
     ash_block,
     call_statement,
     session_settings,
 )
+from openslob.model.loop import Answer
 
 CONNECT_TIMEOUT_S = 30
 # Where the wait sampler connects: any database of the cluster but the SLOB one.
@@ -172,7 +174,7 @@ class PostgresRunBackend:
         await conn.execute(session_settings(conn.info.server_version, self.prefetch))
         return WorkSession(session_id, schema, conn, conn.info.backend_pid)
 
-    async def call(self, session: WorkSession, conf: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, session: WorkSession, conf: dict[str, Any]) -> Answer:
         """One CALL and its result (send, then receive)."""
         await self.send(session, conf)
         return await self.receive(session)
@@ -195,7 +197,7 @@ class PostgresRunBackend:
         while pgconn.flush():  # nonblocking: the rest of the message once writable
             await until_ready(loop.add_writer, loop.remove_writer, pgconn.socket)
 
-    async def receive(self, session: WorkSession) -> dict[str, Any]:
+    async def receive(self, session: WorkSession) -> Answer:
         """The result of the session's oldest CALL in flight, awaited on its socket alone.
 
         psycopg's async wait wakes every 0.1 s while a statement runs (to notice signals):
@@ -237,6 +239,22 @@ class PostgresRunBackend:
         rows = [r for r in results if r.status == pq.ExecStatus.TUPLES_OK and r.ntuples]
         value = rows[0].get_value(0, 0) if rows else None
         return json.loads(value) if value else {}
+
+    async def pending(self, session: WorkSession) -> KeptIntervals:
+        """The intervals the cancelled CALL had kept for its answer (batch > 1): its loop
+        commits them into a setting of the session at each boundary, so the cancel, which
+        rolls back only the loop's open transaction, leaves them; read and cleared here,
+        in one transaction of ours."""
+        try:
+            cursor = await session.conn.execute(
+                f"SELECT current_setting('{PENDING_SETTING}', true),"
+                f" set_config('{PENDING_SETTING}', '', false)"
+            )
+            row = await cursor.fetchone()
+        except (psycopg.Error, OSError):
+            return KeptIntervals([], 0)
+        text = row[0] if row else None
+        return KeptIntervals(json.loads(text) if text else [], 1)
 
     async def publish_stats(self, session: WorkSession) -> bool:
         """Make the session publish its statistics now; True when it ran one transaction.

@@ -69,6 +69,14 @@ DECLARE
     op_base     bigint  := coalesce((p_conf->>'op_base')::bigint, 0);
     until_e     float8  := (p_conf->>'until_epoch')::float8;
     interval_s  float8  := (p_conf->>'interval_s')::float8;
+    -- batch: answer (end the CALL) at the first boundary b with (b + b_off) % batch = 0
+    batch       bigint  := greatest(coalesce((p_conf->>'batch')::bigint, 1), 1);
+    b_off       bigint  := coalesce((p_conf->>'batch_offset')::bigint, 0);
+    call_end    float8  := (p_conf->>'until_epoch')::float8;
+    ival_op     bigint;  -- the op counter at the interval's start
+    pend        jsonb   := '[]';  -- the CALL's intervals before its last (the answer's head)
+    r           jsonb;
+    r_last      boolean;
     carry       boolean := coalesce((p_conf->>'carry')::boolean, false);
     kept        jsonb;
     nxt         jsonb;
@@ -137,7 +145,12 @@ BEGIN
         IF until_e IS NULL OR start_e + ival * interval_s < until_e THEN
             until_e := start_e + ival * interval_s;
         END IF;
+        k := ival + (batch - (ival + b_off) % batch) % batch;  -- the answering boundary
+        IF call_end IS NULL OR start_e + k * interval_s < call_end THEN
+            call_end := start_e + k * interval_s;
+        END IF;
     END IF;
+    ival_op := op;
     timed := record OR paced;  -- a paced warm-up times its ops too: Little's law needs them
     IF paced THEN
         h_isel := array_fill(0, ARRAY[{slots}]);
@@ -148,6 +161,8 @@ BEGIN
                                     ELSE -ln(1 - random()) / rate END;
         END IF;
     END IF;
+    <<intervals>>
+    LOOP  -- the CALL's intervals (one unless batch > 1), each with its own result
     LOOP
         -- WORK_LOOP's ops, and the interval's end: whichever comes first.
         EXIT WHEN bounded AND op - op_base >= loops;
@@ -300,18 +315,59 @@ BEGIN
     -- What the session's next CALL carries on from, kept in the server for a pipelined one.
     nxt := jsonb_build_object(
         {next});
-    PERFORM set_config('{next_setting}', nxt::text, false);
-    {flush}
+    r_last := batch = 1 OR interval_s IS NULL OR until_e >= call_end - 1e-9
+              OR (bounded AND op - op_base >= loops);
     -- The histograms as {{"idx": count}} of their non-empty buckets, from the buckets each
-    -- has used: this runs once per CALL, i.e. per session per interval, and a pass over all
-    -- {slots} slots cost 0.25-0.6 ms of CPU a CALL (64 sessions: 1-4 % of the host's CPU).
+    -- has used: this runs once per interval, and a pass over all {slots} slots cost
+    -- 0.25-0.6 ms of CPU a CALL (64 sessions: 1-4 % of the host's CPU).
     SELECT coalesce((SELECT jsonb_object_agg(i, h_sel[i + 1]) FROM unnest(t_sel) i), '{{}}'),
            coalesce((SELECT jsonb_object_agg(i, h_upd[i + 1]) FROM unnest(t_upd) i), '{{}}'),
            coalesce((SELECT jsonb_object_agg(i, h_scan[i + 1]) FROM unnest(t_scan) i), '{{}}')
       INTO j_sel, j_upd, j_scan;
-    -- The result: RESULT_SQL, the fields model/loop.py declares.
-    result := jsonb_build_object(
+    -- The interval's result: RESULT_SQL, the fields model/loop.py declares.
+    r := jsonb_build_object(
         {result});
+    EXIT intervals WHEN r_last;
+    -- batch > 1: the interval is kept for the CALL's answer, and in the session (committed:
+    -- a cancel at a stop leaves it to RunBackend.pending); that COMMIT is its own_commits' 1.
+    pend := pend || jsonb_build_array(r);
+    r := NULL;
+    PERFORM set_config('{pending_setting}', pend::text, false);
+    COMMIT;
+    PERFORM set_config('{next_setting}', nxt::text, false);
+    began := date_part('epoch', clock_timestamp());
+    opened := began;
+    -- The next interval: the one `began` falls in (an op may have outlasted a boundary).
+    ival := greatest(floor((began - start_e) / interval_s + 1e-9)::bigint + 1, ival + 1);
+    EXIT intervals WHEN start_e + (ival - 1) * interval_s >= call_end - 1e-9;
+    until_e := least(start_e + ival * interval_s, call_end);
+    ival_op := op;
+    n_sel := 0; n_upd := 0; n_scan := 0; n_hot := 0; n_spot := 0; n_think := 0;
+    think_s := 0; rows_sel := 0; rows_upd := 0; n_release := 0;
+    busy_us := 0; behind := 0; late1 := 0; late10 := 0; max_lag := NULL;
+    h_sel := array_fill(0, ARRAY[{slots}]); t_sel := '{{}}';
+    h_upd := array_fill(0, ARRAY[{slots}]); t_upd := '{{}}';
+    h_scan := array_fill(0, ARRAY[{slots}]); t_scan := '{{}}';
+    IF paced THEN
+        h_isel := array_fill(0, ARRAY[{slots}]);
+        h_iupd := array_fill(0, ARRAY[{slots}]);
+        h_iscan := array_fill(0, ARRAY[{slots}]);
+    END IF;
+    END LOOP intervals;
+    PERFORM set_config('{next_setting}', nxt::text, false);
+    {flush}
+    IF batch = 1 THEN
+        result := r;
+    ELSE
+        IF r IS NULL THEN  -- its last interval was kept before the CALL's end showed
+            r := jsonb_set(pend -> -1, '{{{call_ended}}}', 'true');
+            pend := pend - -1;
+        END IF;
+        result := pend || jsonb_build_array(r);
+        IF pend <> '[]' THEN
+            PERFORM set_config('{pending_setting}', '', false);
+        END IF;
+    END IF;
 END
 $body$
 """
@@ -351,6 +407,8 @@ def procedure_ddl(
         flush=sql.SQL(_flush(server_version)),
         next=sql.SQL(pair_list(next_pairs(NEXT_SQL), indent=8)),
         next_setting=sql.SQL(NEXT_SETTING),
+        pending_setting=sql.SQL(PENDING_SETTING),
+        call_ended=sql.SQL(LOOP_RESULT.call_ended.key),
     )
 
 
@@ -365,7 +423,7 @@ def _sparse(array: str) -> str:
 R, P = LOOP_RESULT, LOOP_PARAMS
 # The loop's result (model/loop.py): each declared field's expression at the procedure's end.
 RESULT_SQL: dict[str, str | None] = {
-    R.ops.key: "op - op_base",
+    R.ops.key: "op - ival_op",
     R.ops_select.key: "n_sel",
     R.ops_update.key: "n_upd",
     R.ops_scan.key: "n_scan",
@@ -389,7 +447,7 @@ RESULT_SQL: dict[str, str | None] = {
     R.began_epoch.key: "began",
     R.ended_epoch.key: "ended",
     R.pid.key: "pg_backend_pid()",
-    R.call_ended.key: "true",  # one CALL per interval: never streams (PARAMS_NOT_READ)
+    R.call_ended.key: "r_last",  # false: an interval the CALL kept, and went on (batch)
     R.hist_select.key: "j_sel",
     R.hist_update.key: "j_upd",
     R.hist_scan.key: "j_scan",
@@ -405,6 +463,9 @@ NEXT_SQL = {
 }
 # A session's custom setting: what its next CALL carries on from (the `carry` conf key).
 NEXT_SETTING = "openslob.next"
+# A session's custom setting: the intervals its running CALL has kept for its answer
+# (batch > 1), a JSON array; RunBackend.pending reads it after a stop.
+PENDING_SETTING = "openslob.pending"
 # Conf keys this loop does not read, and why.
 PARAMS_NOT_READ = {
     P.rng_state.key: "random() keeps its state in the backend between CALLs",

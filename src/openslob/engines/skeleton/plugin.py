@@ -33,6 +33,7 @@ from openslob.engines.api import (
     Engine,
     EnginePlugin,
     Finding,
+    KeptIntervals,
     Monitor,
     PrivateServer,
     ProgressCallback,
@@ -48,6 +49,7 @@ from openslob.engines.api import (
     WaitSamples,
     WindowStats,
 )
+from openslob.model.loop import Answer
 
 TODO = "skeleton engine: not implemented"
 
@@ -147,7 +149,7 @@ class SkeletonRunBackend(RunBackend):
         # Connect, install nothing: the loop procedures exist (Engine.install_procedures).
         raise NotImplementedError(TODO)
 
-    async def call(self, session: Session, conf: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, session: Session, conf: dict[str, Any]) -> Answer:
         # One CALL and its result: send, then receive.
         await self.send(session, conf)
         return await self.receive(session)
@@ -161,10 +163,15 @@ class SkeletonRunBackend(RunBackend):
         # `carry`, and compute its interval's end from `interval_s` (model/loop.py).
         raise NotImplementedError(TODO)
 
-    async def receive(self, session: Session) -> dict[str, Any]:
+    async def receive(self, session: Session) -> Answer:
         # The answer of the oldest CALL in flight: the loop's JSON (counts, histograms,
         # own_commits, interval, next); a cancelled CALL raises.
         raise NotImplementedError(TODO)
+
+    async def pending(self, session: Session) -> KeptIntervals:
+        # Only with Capabilities(batches_intervals=True): the results the loop kept for its
+        # next answer when a stop cancelled its CALL.
+        return KeptIntervals([], 0)
 
     async def publish_stats(self, session: Session) -> bool:
         # Make the session's statistics visible to the monitor; True if that committed.
