@@ -111,7 +111,10 @@ class Calls:
             while True:
                 more = (left > 0 or not loops) and not past(schedule, ahead)
                 if in_flight <= queued and more and not self.stopping.is_set():
-                    await backend.send(session, self._conf(session, name, schedule, left))
+                    # (a time-bound phase's count is 0: `left` runs negative, and a conf made
+                    # from it would differ from the last one every time, its cache never hit)
+                    conf = self._conf(session, name, schedule, left if loops else 0)
+                    await backend.send(session, conf)
                     now = max(time.time(), schedule.start)
                     ahead = ahead + 1 if in_flight else schedule.index_at(now)
                     in_flight += 1

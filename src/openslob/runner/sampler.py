@@ -339,7 +339,7 @@ def provisional_record(
 
 class WaitSampler(threading.Thread):
     """ASH-like wait samples of the window at WAIT_SAMPLE_HZ, taken inside the database
-    (one call, see workload._ASH_DO), so the client spends no CPU on them."""
+    (one call, see ash._ASH_DO), so the client spends no CPU on them."""
 
     def __init__(
         self,

@@ -12,7 +12,7 @@ itself, but a statement sent with parameters over the extended protocol leaves i
 portal, and the portal's snapshot, open until the next statement: the monitors therefore
 speak the simple query protocol (ClientCursor, parameters bound client-side), which drops
 the portal when the statement ends. The wait sampler, whose one statement lasts the whole
-window, runs connected to another database of the cluster (workload._ASH_DO).
+window, runs connected to another database of the cluster (ash._ASH_DO).
 """
 
 from __future__ import annotations
@@ -31,13 +31,12 @@ from openslob.engines.api import KeptIntervals, WaitSamples
 from openslob.engines.common.aio import until_ready
 from openslob.engines.common.rows import one
 from openslob.engines.postgres import horizon, stats
+from openslob.engines.postgres.ash import ASH_NOTICE, ash_block
 from openslob.engines.postgres.workload import (
-    ASH_NOTICE,
     CLIENT_CHECK,
     CLIENT_CHECK_VERSION,
     PENDING_SETTING,
     PREFETCH_IO_CONCURRENCY,
-    ash_block,
     call_statement,
     session_settings,
 )
@@ -126,7 +125,7 @@ class Monitor:
         self, application_name: str, start_epoch: float, end_epoch: float | None, hz: float
     ) -> WaitSamples:
         """The in-database sampler's result; returns when the window ends (see
-        workload._ASH_DO). Cancel the connection to stop it sooner. Its commits count in
+        ash._ASH_DO). Cancel the connection to stop it sooner. Its commits count in
         the window only when it ran in the SLOB database itself (`same_database`)."""
         notices: list[str] = []
         self.conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
