@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pymysql
 import pytest
@@ -173,6 +174,45 @@ def test_one_call_for_two_seconds_with_20_pct_updates(
     assert any("redo" in note for note in stats.notes(after))
 
 
+async def _kill_until_answered(
+    backend: MariaDBRunBackend, session: Any
+) -> tuple[list[Any], BaseException | None]:
+    """KILL QUERY the session's streamed CALL every 0.25 s for up to 5 s until it answers
+    with the kill (a kill can miss: the runner's drain repeats it too, runner/pipeline.py):
+    the answers that came before it, and the error (None: it never ended)."""
+    answered: list[Any] = []
+    answer = asyncio.ensure_future(backend.receive(session))
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < 5:
+            await backend.cancel(session)
+            done, _ = await asyncio.wait({answer}, timeout=0.25)
+            if done:  # an answer that came before the kill: the CALL goes on
+                answered.append(answer.result())
+                answer = asyncio.ensure_future(backend.receive(session))
+    except pymysql.err.OperationalError as exc:
+        return answered, exc
+    answer.cancel()
+    return answered, None
+
+
+async def _streamed(
+    backend: MariaDBRunBackend, session: Any, cfg: Any, seconds: float, **batch: int
+) -> tuple[dict[str, Any], list[tuple[Any, float]]]:
+    """A streamed CALL of `seconds` of 0.5 s intervals from 0.3 s on, read to its end: its
+    conf, and each answer with when it came."""
+    start = time.time() + 0.3
+    conf = loop_conf(
+        cfg, record=True, start_epoch=start, until_epoch=start + seconds, loops=0,
+        seed=0.5, interval_s=0.5, stream=True, **batch,
+    )  # fmt: skip
+    await backend.send(session, conf)
+    arrived = []
+    while session.in_flight:
+        arrived.append((await backend.receive(session), time.time()))
+    return conf, arrived
+
+
 def test_a_streaming_call_returns_each_interval_as_it_ends(
     server: EmbeddedMariaDB, engine: MariaDBEngine
 ) -> None:
@@ -186,18 +226,8 @@ def test_a_streaming_call_returns_each_interval_as_it_ends(
     async def scenario() -> tuple[list[tuple[dict, float]], dict, BaseException | None]:
         session = await backend.open_session(1, "user2")
         try:
-            start = time.time() + 0.3
-            conf = loop_conf(
-                cfg, record=True, start_epoch=start, until_epoch=start + 2.0, loops=0,
-                seed=0.5, interval_s=0.5, stream=True,
-            )  # fmt: skip
-            await backend.send(session, conf)
-            arrived = []
-            while session.in_flight:
-                result = await backend.receive(session)
-                arrived.append((result, time.time()))
+            conf, arrived = await _streamed(backend, session, cfg, 2.0)
             after = await backend.call(session, {**conf, "stream": False, "carry": True})
-            killed = None
             start = time.time()
             updates = loop_conf(
                 config(UPDATE_PCT="100"), record=True, start_epoch=start,
@@ -207,21 +237,8 @@ def test_a_streaming_call_returns_each_interval_as_it_ends(
             first = await backend.receive(session)  # the stream has begun
             assert first["call_ended"] is False and session.in_flight == 1
             # A KILL QUERY can miss a running loop CALL (the server goes on: 2-5 of 25 single
-            # kills on this VM, more with UPDATEs), so it is repeated every 0.25 s until the
-            # CALL answers, as the runner's drain does (runner/pipeline.py)
-            answer = asyncio.ensure_future(backend.receive(session))
-            kill_started = time.monotonic()
-            try:
-                while time.monotonic() - kill_started < 5:
-                    await backend.cancel(session)
-                    done, _ = await asyncio.wait({answer}, timeout=0.25)
-                    if done:  # a streamed result that came before the kill: it goes on
-                        answer.result()
-                        answer = asyncio.ensure_future(backend.receive(session))
-            except pymysql.err.OperationalError as exc:
-                killed = exc
-            if killed is None:
-                answer.cancel()
+            # kills on this VM, more with UPDATEs): repeated until the CALL answers
+            _, killed = await _kill_until_answered(backend, session)
             with session.conn.cursor() as cur:  # the kill's transaction is not left open
                 cur.execute(
                     "SELECT COUNT(*) FROM information_schema.INNODB_TRX"
@@ -268,16 +285,7 @@ def test_a_batched_stream_answers_every_other_interval_with_an_array(
     async def scenario() -> tuple[list[tuple[list, float]], KeptIntervals]:
         session = await backend.open_session(1, "user2")
         try:
-            start = time.time() + 0.3
-            conf = loop_conf(
-                cfg, record=True, start_epoch=start, until_epoch=start + 2.5, loops=0,
-                seed=0.5, interval_s=0.5, stream=True, batch=2, batch_offset=offset,
-            )  # fmt: skip
-            await backend.send(session, conf)
-            arrived = []
-            while session.in_flight:
-                answer = await backend.receive(session)
-                arrived.append((answer, time.time()))
+            _, arrived = await _streamed(backend, session, cfg, 2.5, batch=2, batch_offset=offset)
             return arrived, await backend.pending(session)
         finally:
             await backend.close(session)
@@ -325,20 +333,7 @@ def test_a_stop_inside_a_batch_leaves_its_intervals_to_pending(
             await backend.send(session, conf)
             await asyncio.sleep(start + 1.2 - time.time())  # inside interval 3
             # repeated until the CALL answers: a kill can miss (test_a_streaming_call_...)
-            answered, killed = [], None
-            answer = asyncio.ensure_future(backend.receive(session))
-            kill_started = time.monotonic()
-            try:
-                while time.monotonic() - kill_started < 5:
-                    await backend.cancel(session)
-                    done, _ = await asyncio.wait({answer}, timeout=0.25)
-                    if done:  # a batch answered before the kill: the CALL goes on
-                        answered.append(answer.result())
-                        answer = asyncio.ensure_future(backend.receive(session))
-            except pymysql.err.OperationalError as exc:
-                killed = exc
-            if killed is None:
-                answer.cancel()
+            answered, killed = await _kill_until_answered(backend, session)
             assert session.in_flight == 0
             kept = [await backend.pending(session), await backend.pending(session)]
             # a stale one is cleared by the next CALL's start (here one without `stream`)
