@@ -245,15 +245,11 @@ class PostgresRunBackend:
         rolls back only the loop's open transaction, leaves them; read and cleared here,
         in one transaction of ours."""
         try:
-            cursor = await session.conn.execute(
-                f"SELECT current_setting('{PENDING_SETTING}', true),"
-                f" set_config('{PENDING_SETTING}', '', false)"
-            )
+            cursor = await session.conn.execute(_PENDING_QUERY)
             row = await cursor.fetchone()
         except (psycopg.Error, OSError):
             return KeptIntervals([], 0)
-        text = row[0] if row else None
-        return KeptIntervals(json.loads(text) if text else [], 1)
+        return KeptIntervals(list(row[0]) if row and row[0] else [], 1)
 
     async def publish_stats(self, session: WorkSession) -> bool:
         """Make the session publish its statistics now; True when it ran one transaction.
@@ -373,6 +369,14 @@ class PostgresRunBackend:
             extra["effective_io_concurrency"] = str(PREFETCH_IO_CONCURRENCY)
         return {**dict(rows), "shared_buffers_bytes": str(shared_buffers), **extra}
 
+
+# The kept intervals in order (PENDING_SETTING counts them, each in a setting of its own),
+# and the count set back to 0: one statement, one transaction.
+_PENDING_QUERY = (
+    f"SELECT (SELECT jsonb_agg(current_setting('{PENDING_SETTING}_' || i)::jsonb ORDER BY i)"
+    f" FROM generate_series(1, coalesce(nullif(current_setting('{PENDING_SETTING}', true),"
+    f" '')::int, 0)) i), set_config('{PENDING_SETTING}', '0', false)"
+)
 
 _RUN_SETTINGS = (
     "track_io_timing",

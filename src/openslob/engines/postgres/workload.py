@@ -11,7 +11,7 @@ transaction statistics only when a statement ends, so each CALL's end publishes 
 interval's I/O (pg_stat_force_next_flush), and the warm-up's last CALL flushes its I/O
 before the window's "before" snapshot. With `batch` k > 1 (runner/batches.py) a CALL runs
 until its session's k-th boundary instead, keeps each earlier interval's result in the
-session's PENDING_SETTING (committed, so a cancel at a stop leaves it) and returns them all
+session's PENDING_SETTING slots (committed, so a cancel at a stop leaves them) and returns them all
 as a jsonb array: its I/O is then published every k intervals. A CALL carries on where the
 previous one stopped:
 `op_base` continues the op counter (the every-Nth-op patterns), random() keeps its state in
@@ -78,7 +78,7 @@ DECLARE
     b_off       bigint  := coalesce((p_conf->>'batch_offset')::bigint, 0);
     call_end    float8  := (p_conf->>'until_epoch')::float8;
     ival_op     bigint;  -- the op counter at the interval's start
-    pend        jsonb   := '[]';  -- the CALL's intervals before its last (the answer's head)
+    held        jsonb[] := '{{}}';  -- the CALL's intervals before its last (the answer's head)
     r           jsonb;
     r_last      boolean;
     carry       boolean := coalesce((p_conf->>'carry')::boolean, false);
@@ -332,11 +332,15 @@ BEGIN
     r := jsonb_build_object(
         {result});
     EXIT intervals WHEN r_last;
-    -- batch > 1: the interval is kept for the CALL's answer, and in the session (committed:
-    -- a cancel at a stop leaves it to RunBackend.pending); that COMMIT is its own_commits' 1.
-    pend := pend || jsonb_build_array(r);
+    -- batch > 1: the interval is kept for the CALL's answer, and in the session: a setting
+    -- of its own (one of the whole batch cost ~55 us more a boundary, growing with it) and
+    -- the count kept, committed: a cancel at a stop leaves them to RunBackend.pending. That
+    -- COMMIT is its own_commits' 1.
+    held := held || r;
     r := NULL;
-    PERFORM set_config('{pending_setting}', pend::text, false);
+    PERFORM set_config('{pending_setting}_' || cardinality(held), held[cardinality(held)]::text,
+                       false);
+    PERFORM set_config('{pending_setting}', cardinality(held)::text, false);
     COMMIT;
     PERFORM set_config('{next_setting}', nxt::text, false);
     began := date_part('epoch', clock_timestamp());
@@ -364,12 +368,12 @@ BEGIN
         result := r;
     ELSE
         IF r IS NULL THEN  -- its last interval was kept before the CALL's end showed
-            r := jsonb_set(pend -> -1, '{{{call_ended}}}', 'true');
-            pend := pend - -1;
+            r := jsonb_set(held[cardinality(held)], '{{{call_ended}}}', 'true');
+            held := held[1:cardinality(held) - 1];
         END IF;
-        result := pend || jsonb_build_array(r);
-        IF pend <> '[]' THEN
-            PERFORM set_config('{pending_setting}', '', false);
+        result := to_jsonb(held || r);
+        IF cardinality(held) > 0 THEN
+            PERFORM set_config('{pending_setting}', '0', false);
         END IF;
     END IF;
 END
@@ -467,8 +471,9 @@ NEXT_SQL = {
 }
 # A session's custom setting: what its next CALL carries on from (the `carry` conf key).
 NEXT_SETTING = "openslob.next"
-# A session's custom setting: the intervals its running CALL has kept for its answer
-# (batch > 1), a JSON array; RunBackend.pending reads it after a stop.
+# A session's custom setting: how many intervals its running CALL has kept for its answer
+# (batch > 1), each in PENDING_SETTING_n (n = 1, 2, ...); RunBackend.pending reads them
+# after a stop.
 PENDING_SETTING = "openslob.pending"
 # Conf keys this loop does not read, and why.
 PARAMS_NOT_READ = {
