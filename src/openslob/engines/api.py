@@ -315,7 +315,7 @@ class RunBackend(Protocol):
     async def pending(self, session: Session) -> KeptIntervals:
         """After a stop cancelled the session's CALL (nothing in flight): the interval
         results its loop had kept for its next answer (conf `batch` > 1), fetched and
-        cleared; [] when none or the session is gone. Only with
+        cleared; no results when none or the session is gone. Only with
         Capabilities(batches_intervals=True)."""
 
     async def publish_stats(self, session: Session) -> bool:

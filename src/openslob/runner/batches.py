@@ -16,9 +16,9 @@ when the interval closes.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from openslob.config.resolve import Config
+from openslob.runner.record import RunInstance
 
 
 def batch_size(sessions: int, results_per_s: int, interval_s: float) -> int:
@@ -46,7 +46,7 @@ def positions(instances: list[int]) -> dict[int, int]:
     return places
 
 
-def assign(config: Config, instances: list[Any], session_instances: list[int]) -> None:
+def assign(config: Config, instances: list[RunInstance], session_instances: list[int]) -> None:
     """Each instance's `batch` for the run (RunInstance.batch): 1 when its engine cannot
     batch (Capabilities.batches_intervals) or when the steady-state watch may end the
     window early (STOP_ON_STEADY moves the end, which a CALL already running would not see

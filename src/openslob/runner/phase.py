@@ -7,9 +7,10 @@ client between intervals (12 % of a session's time at 64 sessions on 2 vCPUs whe
 was sent after the previous answer). An engine that streams intervals
 (Capabilities.streams_intervals) runs one CALL for the phase instead, which returns each
 interval's result as the interval ends (`call_ended` false but for the last): its loop never
-stops at a boundary. What the next CALL continues from (RATE schedule, random
-stream, WORK_LOOP's count) the loop keeps in the server, and returns in `next` for the next
-phase's first CALL. Intervals every session has covered go to the sampler as they close;
+stops at a boundary. Above RESULTS_PER_S results a second, each session answers every k-th
+boundary with k intervals' results (runner/batches.py). What the next CALL continues from
+(RATE schedule, random stream, WORK_LOOP's count) the loop keeps in the server, and returns
+in `next` for the next phase's first CALL. Intervals every session has covered go to the sampler as they close;
 the phase's last one is closed by the timeline, with the snapshots that end the phase.
 """
 
@@ -243,8 +244,8 @@ class Calls:
             rows_per_mb=instance.rows_per_mb,
             carry=not first,
             stream=self._streams(at),
-            batch=self._due(session.id)[0],
-            batch_offset=self._due(session.id)[1],
+            batch=(due := self._due(session.id))[0],
+            batch_offset=due[1],
         )
         if first:
             conf.update(self.carry.get(session.id, {}))

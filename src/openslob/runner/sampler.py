@@ -88,7 +88,7 @@ class Sampler(threading.Thread):
         self._phase = ""
         self._tick = 1  # the next boundary whose host counters are read
         self._at_boundary: dict[int, Hosts] = {}
-        self._db_at_boundary: dict[int, Snapshots] = {}
+        self._db_published: dict[int, Snapshots] = {}  # read at publish (batches), by index
         self._db_prev: Snapshots = []
         self._host_prev: Hosts = {}
 
@@ -185,7 +185,7 @@ class Sampler(threading.Thread):
                 return
             if kind == "phase":
                 _, self._phase, self._schedule, db, hosts = message
-                self._tick, self._at_boundary, self._db_at_boundary = 1, {}, {}
+                self._tick, self._at_boundary, self._db_published = 1, {}, {}
                 self._db_prev = db if db is not None else self._dbs()
                 self._host_prev = hosts if hosts is not None else self._hosts()
                 if self.layers is not None:
@@ -193,7 +193,7 @@ class Sampler(threading.Thread):
             elif kind == "close":
                 self._row(*message[1:])
             elif kind == "publish" and message[1] == self._phase:
-                self._db_at_boundary[message[2]] = self._dbs()
+                self._db_published[message[2]] = self._dbs()
             elif kind == "sync":
                 message[1].set()
 
@@ -215,10 +215,10 @@ class Sampler(threading.Thread):
     ) -> None:
         if interval.phase != self._phase:
             return  # a phase's interval arriving after the next phase began: no row
-        at_boundary = self._db_at_boundary.pop(interval.index, None)
-        db_cur = db if db is not None else at_boundary or self._dbs()
+        published = self._db_published.pop(interval.index, None)
+        db_cur = db if db is not None else published or self._dbs()
         host_cur = hosts or self._at_boundary.pop(interval.index, None) or self._hosts()
-        for kept in (self._at_boundary, self._db_at_boundary):
+        for kept in (self._at_boundary, self._db_published):
             for index in [i for i in kept if i < interval.index]:
                 del kept[index]  # boundaries of intervals closed without a read
         row, hists = build_row(

@@ -34,8 +34,6 @@ from openslob.model.loop import Answer, call_goes_on, interval_results
 
 QUERY_INTERRUPTED = 1317  # ER_QUERY_INTERRUPTED: the answer to KILL QUERY
 LEFTOVER_WAIT_S = 2.0  # how long a closed session's server thread may take to go
-# A CALL's answer: one interval's result, or a batch of them (conf `batch` > 1: a JSON array).
-# (call and receive say Any: RunBackend declares one result, dict[str, Any].)
 
 
 @dataclass
@@ -209,7 +207,7 @@ class MariaDBRunBackend:
         completed but not yet answered (conf `batch` > 1), in order. The loop keeps them in
         the session's user variable PENDING_VARIABLE, which the kill leaves; read and
         cleared on the session's own connection, so that the stop loses only the interval
-        it cut (a second call: none). None either when nothing was kept, when a CALL is
+        it cut (a second call: none). Nothing either when nothing was kept, when a CALL is
         still in flight (its answer holds the connection), or when the connection is gone.
         No transaction: no own commit (a SELECT and a SET of a user variable)."""
         if session.in_flight > 0:
