@@ -10,8 +10,9 @@ interval's result as the interval ends (`call_ended` false but for the last): it
 stops at a boundary. Above RESULTS_PER_S results a second, each session answers every k-th
 boundary with k intervals' results (runner/batches.py). What the next CALL continues from
 (RATE schedule, random stream, WORK_LOOP's count) the loop keeps in the server, and returns
-in `next` for the next phase's first CALL. Intervals every session has covered go to the sampler as they close;
-the phase's last one is closed by the timeline, with the snapshots that end the phase.
+in `next` for the next phase's first CALL. Intervals every session has covered go to the
+sampler as they close; the phase's last one is closed by the timeline, with the snapshots
+that end the phase.
 """
 
 from __future__ import annotations
