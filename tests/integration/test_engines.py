@@ -246,6 +246,17 @@ def _intervals_add_up_to_the_window(
     else:
         assert took["nice"] is None and took["reason"].startswith("not needed"), took
     assert run["client"]["cpu_s"] > 0 and 0 < run["client"]["cpu_pct"] < 100
+    # the snapshots', waits' and sampler's connections, each its own server task: their CPU
+    # is a part of the server's (a thread's own, not its whole process's), and counted in
+    # the share of the host's CPU that measuring took
+    client = run["client"]
+    assert client["monitors_counted"] == 3, client
+    assert 0 <= client["monitors_server_cpu_s"] < run["metrics"]["db_cpu_s"] / 3, client
+    cpus = run["host"]["cpus"]
+    spent = client["cpu_s"] + client["monitors_server_cpu_s"]
+    assert client["measuring_pct_of_host"] == pytest.approx(
+        100 * spent / (window_s := run["window"]["seconds"]) / cpus, abs=0.01
+    ), (client, window_s)
     # a result per session per interval, and the time between them measured
     window = run["window"]
     assert window["calls"] == sum(s["calls"] for s in run["sessions"]) >= len(rows)

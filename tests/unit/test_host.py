@@ -487,3 +487,40 @@ def test_devices_from_another_hosts_proc(path: str, devices: list[str]) -> None:
     from openslob.host.devices import devices_from_texts
 
     assert devices_from_texts(path, MOUNTINFO, DISKSTATS) == devices
+
+
+def test_a_threads_cpu_is_its_own_not_its_processs() -> None:
+    """A server thread's CPU (MariaDB's monitor connections) is read from its own task
+    entry: /proc/TID/stat of a thread would give its whole process's."""
+    import threading
+
+    tid: list[int] = []
+    spun, done = threading.Event(), threading.Event()
+
+    def spin() -> None:
+        tid.append(threading.get_native_id())
+        end = time.process_time() + 0.3  # this process's CPU: the spinning thread's here
+        while time.process_time() < end:
+            pass
+        spun.set()
+        done.wait(10)
+
+    me = os.getpid()
+    worker = threading.Thread(target=spin)
+    before = host_snapshot.tasks_cpu_seconds([me])[me]
+    worker.start()
+    assert spun.wait(10)
+    seen = host_snapshot.tasks_cpu_seconds([tid[0], me])
+    done.set()
+    worker.join()
+    assert seen[tid[0]] >= 0.2, seen  # the worker's own time
+    assert seen[me] - before < 0.15, (seen, before)  # the main thread's, without the worker's
+    assert host_snapshot.tasks_cpu_seconds([tid[0]]) == {}  # gone: left out, not 0
+
+
+def test_tasks_cpu_delta_counts_the_tasks_read_at_both_ends() -> None:
+    before = {10: 1.0, 11: 2.0, 12: 5.0}
+    after = {10: 1.5, 11: 2.25, 13: 9.0}  # 12 gone, 13 new: neither counted
+    assert host_snapshot.tasks_cpu_delta(before, after) == (0.75, 2)
+    assert host_snapshot.tasks_cpu_delta(None, after) == (None, 0)
+    assert host_snapshot.tasks_cpu_delta({12: 1.0}, {13: 1.0}) == (None, 0)

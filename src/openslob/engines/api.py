@@ -284,6 +284,13 @@ class Monitor(Protocol):
     ) -> WaitSamples:
         """Wait samples of the window (Capabilities.wait_sampling): {samples, waits, commits}."""
 
+    def server_task(self) -> int | None:
+        """The OS id of what serves this connection on the server's host (a backend process,
+        or a server thread), read once at connect; None where the engine cannot tell. The
+        run reads its CPU from that host's /proc over the window: what measuring cost the
+        server (run.json client.monitors_server_cpu_s)."""
+        return None
+
     def cancel(self) -> None: ...
 
     def close(self) -> None: ...

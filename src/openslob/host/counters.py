@@ -348,10 +348,12 @@ def parse_pid_stat(text: str) -> PidStat:
     )
 
 
-def read_pid_stat(pid: int) -> PidStat | None:
-    """None when the process is gone (it may exit between listing and reading)."""
+def read_pid_stat(pid: int, thread: bool = False) -> PidStat | None:
+    """None when the process is gone (it may exit between listing and reading). thread:
+    the task's own figures (a thread's, or a single-threaded process's)."""
+    path = PROC / str(pid) / "task" / str(pid) / "stat" if thread else PROC / str(pid) / "stat"
     try:
-        return parse_pid_stat(_read_text(PROC / str(pid) / "stat"))
+        return parse_pid_stat(_read_text(path))
     except (OSError, ValueError, IndexError):
         return None
 

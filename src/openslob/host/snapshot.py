@@ -23,6 +23,7 @@ from openslob.host.counters import (
     parse_proc_stat,
     pressure_delta,
     read_diskstats,
+    read_pid_stat,
     read_pressure,
     read_proc_stat,
     server_cpu_seconds,
@@ -46,12 +47,36 @@ class HostSnapshot:
     server_cpu_seconds: float | None
     # this client's own CPU (all its threads) at the same moment: what measuring cost it
     client_cpu_seconds: float | None = None
+    # the run's monitor connections' server tasks (Monitor.server_task), each one's CPU
+    # seconds: what measuring cost the server (a local server only)
+    monitors_cpu_seconds: dict[int, float] | None = None
 
 
 def client_cpu_seconds() -> float:
     """CPU seconds of this process, all threads (the client: the run executes in-process)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def tasks_cpu_seconds(tasks: Iterable[int]) -> dict[int, float]:
+    """utime + stime of each task (a single-threaded process, or a thread of a server
+    process), in seconds; the ones gone are left out. /proc/TID/task/TID/stat is the task's
+    own (/proc/TID/stat of a thread sums its whole process)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {task: read_pid_stat(task, thread=True) for task in tasks}
+    return {task: (st.utime + st.stime) / tick for task, st in found.items() if st is not None}
+
+
+def tasks_cpu_delta(
+    before: dict[int, float] | None, after: dict[int, float] | None
+) -> tuple[float | None, int]:
+    """CPU seconds the tasks read at both ends spent in between, and how many they were
+    (None when none was: not measured, not 0)."""
+    both = sorted(set(before or {}) & set(after or {}))
+    if not before or not after or not both:
+        return None, 0
+    spent = sum(max(after[t] - before[t], 0.0) for t in both)
+    return round(spent, 6), len(both)
 
 
 def snapshot_from_text(
@@ -116,7 +141,9 @@ def read_host_info(read: FileReader, devices: list[str], read_through: str) -> d
     }
 
 
-def take_snapshot(device_names: Iterable[str], server_pid: int | None = None) -> HostSnapshot:
+def take_snapshot(
+    device_names: Iterable[str], server_pid: int | None = None, monitor_tasks: Iterable[int] = ()
+) -> HostSnapshot:
     wanted = set(device_names)
     wall_time = datetime.now(UTC).isoformat()
     disk_sample = read_diskstats()
@@ -128,6 +155,7 @@ def take_snapshot(device_names: Iterable[str], server_pid: int | None = None) ->
         pressure=read_pressure(),
         server_cpu_seconds=server_cpu_seconds(server_pid) if server_pid is not None else None,
         client_cpu_seconds=client_cpu_seconds(),
+        monitors_cpu_seconds=tasks_cpu_seconds(monitor_tasks) if server_pid is not None else None,
     )
 
 

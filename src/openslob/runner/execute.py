@@ -254,6 +254,7 @@ def execute(
         run["notes"].append(
             f"the client used {client['cpu_pct']:.3g} % of one CPU in the window "
             f"({client['cpu_s']:.3g} s: its CALLs, results, monitors and files)"
+            + _monitors_note(client)
         )
     lost = [name for file in files for name in file.lost]
     if lost:
@@ -333,16 +334,46 @@ def client_writes(written: int, run: dict[str, Any]) -> dict[str, Any]:
     return {"bytes_written": written, "pct_of_device_writes": share}
 
 
-def client_cpu(record: RunRecord, seconds: float | None) -> dict[str, float | None]:
-    """The client's own CPU over the window (the window's host snapshots read it), in
-    seconds and in % of one CPU: what measuring cost on this host."""
+def client_cpu(record: RunRecord, seconds: float | None) -> dict[str, Any]:
+    """What measuring cost over the window (the window's host snapshots read it): the
+    client's own CPU, in seconds and in % of one CPU; its monitor connections' CPU in a
+    local server (Monitor.server_task), and how many were counted; both as a share of the
+    host's CPU time."""
     first = record.instances[0] if record.instances else None
     before = first.host_before.client_cpu_seconds if first and first.host_before else None
     after = first.host_after.client_cpu_seconds if first and first.host_after else None
-    if before is None or after is None or after < before:
-        return {"cpu_s": None, "cpu_pct": None}
-    spent = round(after - before, 3)
-    return {"cpu_s": spent, "cpu_pct": round(100 * spent / seconds, 3) if seconds else None}
+    spent = None if before is None or after is None or after < before else round(after - before, 3)
+    monitors, counted = None, 0
+    for inst in record.instances:
+        if inst.host_before and inst.host_after:
+            cpu_s, n = host_snapshot.tasks_cpu_delta(
+                inst.host_before.monitors_cpu_seconds, inst.host_after.monitors_cpu_seconds
+            )
+            if cpu_s is not None:
+                monitors, counted = (monitors or 0.0) + cpu_s, counted + n
+    cpus = first.host_after.proc_stat.cpus if first and first.host_after else None
+    share = None
+    if spent is not None and monitors is not None and seconds and cpus:
+        share = round(100 * (spent + monitors) / (seconds * cpus), 3)
+    return {
+        "cpu_s": spent,
+        "cpu_pct": round(100 * spent / seconds, 3) if spent is not None and seconds else None,
+        "monitors_server_cpu_s": None if monitors is None else round(monitors, 3),
+        "monitors_counted": counted,
+        "measuring_pct_of_host": share,
+    }
+
+
+def _monitors_note(client: dict[str, Any]) -> str:
+    if client["monitors_server_cpu_s"] is None:
+        return "; its monitors' CPU in the server: n/a (a server on another host, or unknown)"
+    share = client["measuring_pct_of_host"]
+    return (
+        f"; its {client['monitors_counted']} monitor connections used "
+        f"{client['monitors_server_cpu_s']:.3g} s of the server's CPU: measuring took "
+        + ("n/a" if share is None else f"{share:.3g}")
+        + " % of the host's CPU time"
+    )
 
 
 def begin_sinks(sinks: Sequence[Sink], run_dir: Path, engines: list[dict[str, Any]]) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from openslob.engines.api import RunBackend, WindowStats
+from openslob.engines.api import Monitor, RunBackend, WindowStats
 from openslob.results.record import InstanceRecord
 
 ProgressFn = Callable[[dict[str, Any]], None]
@@ -39,5 +39,15 @@ class RunInstance:
     streams_intervals: bool = False  # one CALL a phase, a result an interval (Capabilities)
     batches_intervals: bool = False  # its loop answers every k-th boundary (Capabilities)
     batch: int = 1  # intervals per answer in this run (runner/batches.py)
+    # the server tasks of the run's monitors (Monitor.server_task): their CPU is measuring's
+    monitor_tasks: list[int] = field(default_factory=list)
     engine_metrics: tuple[str, ...] = ()  # the engine's own live figures (time series)
     rows_per_mb: int = (1 << 20) // 8192  # its engine's rows per MB of cf1 (hotspot keys)
+
+
+def watch(instance: RunInstance, *monitors: Monitor) -> None:
+    """Count these monitors' server tasks in what measuring cost (the host snapshots)."""
+    for monitor in monitors:
+        task = monitor.server_task()
+        if task is not None:
+            instance.monitor_tasks.append(task)

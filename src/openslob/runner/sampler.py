@@ -23,7 +23,7 @@ from openslob.model.perinstance import instance_keys
 from openslob.model.states import Phase, RunStatus
 from openslob.results.record import InstanceRecord, RunRecord
 from openslob.runner.intervals import Interval, Schedule, merge_into
-from openslob.runner.record import RunInstance, first_line
+from openslob.runner.record import RunInstance, first_line, watch
 from openslob.runner.timeseries import InstanceView, build_row, figure_keys
 
 WAIT_SAMPLE_HZ = 10
@@ -140,6 +140,7 @@ class Sampler(threading.Thread):
         try:
             for instance in self.instances:
                 self._monitors.append(instance.backend.monitor("sampler"))
+                watch(instance, self._monitors[-1])
             self._readers = self._host_readers()
             self._loop()
         except Exception as exc:  # the run goes on without samples; say so in the results

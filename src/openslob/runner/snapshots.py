@@ -17,7 +17,7 @@ from openslob.engines.api import Monitor
 from openslob.host import snapshot as host_snapshot
 from openslob.results.record import RunRecord
 from openslob.runner import clocks
-from openslob.runner.record import RunInstance, first_line
+from openslob.runner.record import RunInstance, first_line, watch
 from openslob.runner.sampler import WaitSampler
 
 
@@ -34,6 +34,7 @@ class Snapshots:
         for instance in self.instances:
             self.monitors.append(instance.backend.monitor("snapshots"))
             self.waits_monitors.append(instance.backend.monitor("waits"))
+            watch(instance, self.monitors[-1], self.waits_monitors[-1])
 
     def close(self) -> None:
         for monitor in (*self.monitors, *self.waits_monitors):
@@ -74,7 +75,9 @@ class Snapshots:
         """This host's /proc, or the server host's through the snapshot monitor (whose queries
         run only between the phases, never at the same time as this)."""
         if not instance.host_via_database:
-            return host_snapshot.take_snapshot(instance.devices, instance.server_pid)
+            return host_snapshot.take_snapshot(
+                instance.devices, instance.server_pid, list(instance.monitor_tasks)
+            )
         try:
             return host_snapshot.read_snapshot(monitor.read_file, instance.devices)
         except Exception as exc:  # the server may be gone; the figures are then null

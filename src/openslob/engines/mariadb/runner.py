@@ -46,6 +46,22 @@ class WorkSession:
     in_flight: int = 0  # CALLs sent, their answers not yet read
 
 
+def _os_thread(conn: pymysql.connections.Connection) -> int | None:
+    """This connection's server thread as the OS knows it; None when performance_schema is
+    off or not readable, or a thread pool runs connections on any of its threads (its CPU
+    is then not counted, and run.json says how many were)."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT IF(@@thread_handling = 'one-thread-per-connection', THREAD_OS_ID, NULL)"
+                " FROM performance_schema.threads WHERE PROCESSLIST_ID = CONNECTION_ID()"
+            )
+            row = cur.fetchone()
+    except pymysql.err.MySQLError:
+        return None
+    return int(row[0]) if row and row[0] is not None else None
+
+
 class Monitor:
     """One sampler's connection: snapshots. InnoDB counters move while statements run, so
     no transaction tricks are needed (unlike PostgreSQL's end-of-statement publishing)."""
@@ -53,6 +69,11 @@ class Monitor:
     def __init__(self, connect_kwargs: dict[str, Any], application_name: str) -> None:
         self.connect_kwargs = connect_kwargs
         self.conn = connect(connect_kwargs, program_name=application_name)
+        self._task = _os_thread(self.conn)
+
+    def server_task(self) -> int | None:
+        """The server thread serving this connection (performance_schema's THREAD_OS_ID)."""
+        return self._task
 
     def snapshot(self) -> stats.Snapshot:
         return stats.take_snapshot(self.conn)

@@ -86,6 +86,11 @@ class Monitor:
         if in_transaction:
             self.conn.read_only = True
         self.with_statements = stats.has_statements(self.conn)
+        self._task = self.conn.info.backend_pid  # from the connection's start: no query
+
+    def server_task(self) -> int | None:
+        """The backend process serving this connection."""
+        return self._task
 
     def snapshot(self) -> stats.Snapshot:
         return stats.take_snapshot(self.conn, with_statements=self.with_statements)
