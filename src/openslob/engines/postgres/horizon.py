@@ -18,6 +18,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from openslob.engines.postgres import prepared
+
 _OLDEST = """
 SELECT n.next_xid, h.kind, h.holder, h.xmin,
        greatest(0, (n.next_xid % 4294967296 - h.xmin + 6442450944) % 4294967296
@@ -64,7 +66,7 @@ def oldest_holder(conn: psycopg.Connection) -> dict[str, Any]:
         # pg_stat_activity is read once per transaction unless cleared: the monitor's
         # transaction lasts the whole run.
         cur.execute("SELECT pg_stat_clear_snapshot()")
-        row = cur.execute(_OLDEST).fetchone()
+        row = prepared.execute(cur, _OLDEST).fetchone()
     return dict(row or {})
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import DictRow, dict_row
 
-from openslob.engines.postgres import layout
+from openslob.engines.postgres import layout, prepared
 from openslob.model.rates import per_s, ratio
 
 Snapshot = dict[str, Any]
@@ -74,26 +74,31 @@ def take_snapshot(
     cur.execute("SELECT pg_stat_clear_snapshot()")
     snap: Snapshot = {"server_version": version}
     columns = _DB_COLUMNS + (_DB_COLUMNS_14 if version >= 140000 else ())
-    cur.execute(
-        f"SELECT clock_timestamp() AS taken_at, {', '.join(columns)}"
-        " FROM pg_stat_database WHERE datname = current_database()"
+    row = (
+        prepared.execute(
+            cur,
+            f"SELECT clock_timestamp() AS taken_at, {', '.join(columns)}"
+            " FROM pg_stat_database WHERE datname = current_database()",
+        ).fetchone()
+        or {}
     )
-    row = cur.fetchone() or {}
     snap["taken_at"] = row.pop("taken_at").isoformat() if row else None
     snap["database"] = _numeric(row)
     snap["io"] = _io(cur, version)
     snap["wal"] = (
-        _numeric(cur.execute("SELECT * FROM pg_stat_wal").fetchone())
+        _numeric(prepared.execute(cur, "SELECT * FROM pg_stat_wal").fetchone())
         if (version >= 140000)
         else None
     )
     if snap["wal"] is not None:
         snap["wal"].pop("stats_reset", None)
     snap["bgwriter"] = _numeric(
-        _drop_timestamps(cur.execute("SELECT * FROM pg_stat_bgwriter").fetchone())
+        _drop_timestamps(prepared.execute(cur, "SELECT * FROM pg_stat_bgwriter").fetchone())
     )
     snap["checkpointer"] = (
-        _numeric(_drop_timestamps(cur.execute("SELECT * FROM pg_stat_checkpointer").fetchone()))
+        _numeric(
+            _drop_timestamps(prepared.execute(cur, "SELECT * FROM pg_stat_checkpointer").fetchone())
+        )
         if version >= 170000
         else None
     )
@@ -108,11 +113,12 @@ def take_snapshot(
 
 def _wal_position(cur: psycopg.Cursor[DictRow]) -> dict[str, float] | None:
     """The WAL insert position (bytes) and the segment size: segments filled in between."""
-    row = cur.execute(
+    row = prepared.execute(
+        cur,
         "SELECT CASE WHEN pg_is_in_recovery() THEN NULL"
         " ELSE (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::float8 END AS lsn_bytes,"
         " (SELECT setting::float8 FROM pg_settings WHERE name = 'wal_segment_size')"
-        " AS segment_bytes"
+        " AS segment_bytes",
     ).fetchone()
     return None if row is None or row["lsn_bytes"] is None else dict(row)
 
@@ -131,9 +137,10 @@ def _io(cur: psycopg.Cursor[DictRow], version: int) -> list[dict[str, Any]] | No
         if version >= 180000
         else ("reads * op_bytes AS read_bytes, writes * op_bytes AS write_bytes")
     )
-    cur.execute(
+    prepared.execute(
+        cur,
         "SELECT backend_type, object, context, reads, read_time, writes, write_time,"
-        f" extends, hits, evictions, fsyncs, fsync_time, {byte_columns} FROM pg_stat_io"
+        f" extends, hits, evictions, fsyncs, fsync_time, {byte_columns} FROM pg_stat_io",
     )
     return [{k: _as_float(v) for k, v in r.items()} for r in cur.fetchall()]
 
