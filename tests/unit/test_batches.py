@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from openslob.model.loop import call_goes_on, interval_results
-from openslob.runner.batches import batch_offset, batch_size, positions
+from openslob.runner.batches import MAX_BATCH, batch_offset, batch_size, positions
 from openslob.runner.intervals import IntervalBook, Schedule
 
 
@@ -21,13 +21,16 @@ from openslob.runner.intervals import IntervalBook, Schedule
         (64, 64, 0.5, 2),  # shorter intervals, more answers a second
         (256, 0, 1.0, 1),  # 0: no limit
         (0, 64, 1.0, 1),
+        (512, 32, 1.0, 16),
+        (513, 32, 1.0, 16),  # capped: rows at most 16 intervals late
+        (256, 1, 1.0, 16),
     ],
 )
 def test_the_batch_keeps_the_answers_a_second_under_the_limit(
     sessions: int, per_s: int, interval_s: float, batch: int
 ) -> None:
     assert batch_size(sessions, per_s, interval_s) == batch
-    if per_s:
+    if per_s and batch < MAX_BATCH:
         assert sessions / batch / interval_s <= per_s
 
 
@@ -82,10 +85,16 @@ def test_a_boundary_is_published_once_the_sessions_due_at_it_have_answered() -> 
 
 
 def test_without_batches_nothing_is_published() -> None:
+    """No on_publish (no batches: the sampler reads at each boundary itself): the book
+    tracks no publishing; the same answers with a listener publish boundary 1."""
     published: list[int] = []
-    book = IntervalBook("window", Schedule(0.0, 3.0, 1.0), [1], lambda i, a: None)
-    book.starting(1, 0.0)
-    book.returned(1, 0, 1, {"ops_select": 1})
-    book.starting(1, 1.0)
-    book.close_ready()
-    assert published == [] and book.published == 0
+    for listener in (None, published.append):
+        book = IntervalBook(
+            "window", Schedule(0.0, 3.0, 1.0), [1], lambda i, a: None, on_publish=listener
+        )
+        book.starting(1, 0.0)
+        book.returned(1, 0, 1, {"ops_select": 1})
+        book.starting(1, 1.0)
+        book.close_ready()
+        assert book.published == (0 if listener is None else 1)
+    assert published == [1]

@@ -231,7 +231,8 @@ OPTIONS: tuple[Option, ...] = (
         "RESULTS_PER_S", "int", 32,
         "Most interval results a second each instance's sessions send the client (0: no "
         "limit). Above it each session keeps k intervals' results and answers every k-th "
-        "boundary, staggered (k = sessions / (RESULTS_PER_S x SAMPLE_INTERVAL), rounded up): "
+        "boundary, staggered (k = sessions / (RESULTS_PER_S x SAMPLE_INTERVAL), rounded up, "
+        "at most 16): "
         "each result costs the client ~0.3 ms and a PostgreSQL CALL end ~0.25 ms of server "
         "CPU, taken from CPU-bound sessions. Rows then come up to k intervals late, and a "
         "row's database counters are read at its boundary (PostgreSQL's: those the sessions "

@@ -20,13 +20,19 @@ import math
 from openslob.config.resolve import Config
 from openslob.runner.record import RunInstance
 
+# The most intervals an answer covers: rows come up to k intervals late (the live view, a
+# checkpoint), and MariaDB's loop appends each kept result to a text it holds (O(k^2) a
+# CALL). 256 sessions at the default 32 results a second give 8; `--results-per-s 1`
+# would have given 256. Past the cap the client gets more than RESULTS_PER_S a second.
+MAX_BATCH = 16
+
 
 def batch_size(sessions: int, results_per_s: int, interval_s: float) -> int:
     """k: the intervals a session's answer covers, for `sessions` on one instance (1: an
-    answer every interval; also when RESULTS_PER_S is 0, no limit)."""
+    answer every interval; also when RESULTS_PER_S is 0, no limit), at most MAX_BATCH."""
     if results_per_s <= 0 or sessions <= 0 or interval_s <= 0:
         return 1
-    return max(1, math.ceil(sessions / (results_per_s * interval_s) - 1e-9))
+    return min(MAX_BATCH, max(1, math.ceil(sessions / (results_per_s * interval_s) - 1e-9)))
 
 
 def batch_offset(position: int, batch: int) -> int:
