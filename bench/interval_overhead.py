@@ -113,6 +113,7 @@ def main() -> None:
                         gap_pct.append(window["call_gap_pct"])
                     if run["client"].get("measuring_pct_of_host") is not None:
                         share[step].append(run["client"]["measuring_pct_of_host"])
+                        # one CALL per window has no gap between CALLs in it (null)
                         outside[step].append(window.get("call_gap_pct") or 0.0)
             ratios = [a / b for a, b in zip(ops[1.0], ops[LONG_INTERVAL_S], strict=True) if b]
             print(

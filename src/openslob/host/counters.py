@@ -417,6 +417,15 @@ def process_cpu_seconds(pids: Iterable[int], include_reaped: bool = False) -> fl
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def tasks_cpu_seconds(tasks: Iterable[int]) -> dict[int, float]:
+    """utime + stime of each task (a single-threaded process, or a thread of a server
+    process), in seconds; the ones gone are left out. /proc/TID/task/TID/stat is the task's
+    own (/proc/TID/stat of a thread sums its whole process)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {task: read_pid_stat(task, thread=True) for task in tasks}
+    return {task: (st.utime + st.stime) / tick for task, st in found.items() if st is not None}
+
+
 def server_cpu_seconds(server_pid: int) -> float | None:
     """CPU consumed so far by a server process tree (e.g. postmaster and backends)."""
     tree = process_tree(server_pid)

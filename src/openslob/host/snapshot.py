@@ -23,11 +23,11 @@ from openslob.host.counters import (
     parse_proc_stat,
     pressure_delta,
     read_diskstats,
-    read_pid_stat,
     read_pressure,
     read_proc_stat,
     server_cpu_seconds,
     sum_disk_delta,
+    tasks_cpu_seconds,
 )
 from openslob.host.devices import describe_devices, devices_for_path
 from openslob.host.procfs import PROC, _read_optional, _read_text
@@ -56,15 +56,6 @@ def client_cpu_seconds() -> float:
     """CPU seconds of this process, all threads (the client: the run executes in-process)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def tasks_cpu_seconds(tasks: Iterable[int]) -> dict[int, float]:
-    """utime + stime of each task (a single-threaded process, or a thread of a server
-    process), in seconds; the ones gone are left out. /proc/TID/task/TID/stat is the task's
-    own (/proc/TID/stat of a thread sums its whole process)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    found = {task: read_pid_stat(task, thread=True) for task in tasks}
-    return {task: (st.utime + st.stime) / tick for task, st in found.items() if st is not None}
 
 
 def tasks_cpu_delta(

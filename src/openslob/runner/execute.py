@@ -343,15 +343,15 @@ def client_cpu(record: RunRecord, seconds: float | None) -> dict[str, Any]:
     before = first.host_before.client_cpu_seconds if first and first.host_before else None
     after = first.host_after.client_cpu_seconds if first and first.host_after else None
     spent = None if before is None or after is None or after < before else round(after - before, 3)
-    monitors, counted = None, 0
+    monitors, counted, cpus = None, 0, None
     for inst in record.instances:
         if inst.host_before and inst.host_after:
             cpu_s, n = host_snapshot.tasks_cpu_delta(
                 inst.host_before.monitors_cpu_seconds, inst.host_after.monitors_cpu_seconds
             )
-            if cpu_s is not None:
+            if cpu_s is not None:  # a local server: its host is the client's
                 monitors, counted = (monitors or 0.0) + cpu_s, counted + n
-    cpus = first.host_after.proc_stat.cpus if first and first.host_after else None
+                cpus = inst.host_after.proc_stat.cpus
     share = None
     if spent is not None and monitors is not None and seconds and cpus:
         share = round(100 * (spent + monitors) / (seconds * cpus), 3)

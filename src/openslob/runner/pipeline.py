@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from openslob.model.loop import call_goes_on
+from openslob.model.loop import Answer, call_goes_on
 from openslob.runner.intervals import Schedule
 
 QUEUED = 2  # CALLs waiting behind the running one: intervals the client may be late by
@@ -26,12 +26,12 @@ def past(schedule: Schedule, index: int) -> bool:
     return schedule.end is not None and index >= schedule.last_index()
 
 
-async def drain(backend: Any, session: Any, in_flight: int) -> list[Any]:
+async def drain(backend: Any, session: Any, in_flight: int) -> list[Answer]:
     """The CALLs still in flight after a stop or a failure, cancelled until each has
     answered: a cancel that reaches the server before the queued CALL has started is
     lost, so it is repeated (at most DRAIN_ROUNDS times: a dead server answers none).
     Returns the answers that came all the same (a CALL that ended before its cancel)."""
-    answers: list[Any] = []
+    answers: list[Answer] = []
     while in_flight > 0:
         answer = asyncio.ensure_future(backend.receive(session))
         for _ in range(DRAIN_ROUNDS):
