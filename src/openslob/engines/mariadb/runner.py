@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ import pymysql
 from pymysql.constants import COMMAND
 
 from openslob.engines.api import KeptIntervals, WaitSamples
+from openslob.engines.common.leftovers import still_there
 from openslob.engines.common.rows import one
 from openslob.engines.mariadb import horizon, stats
 from openslob.engines.mariadb.connection import SHAPING_SETTINGS, connect, global_variables
@@ -33,7 +33,6 @@ from openslob.model.errors import SetupError
 from openslob.model.loop import Answer, call_goes_on, interval_results
 
 QUERY_INTERRUPTED = 1317  # ER_QUERY_INTERRUPTED: the answer to KILL QUERY
-LEFTOVER_WAIT_S = 2.0  # how long a closed session's server thread may take to go
 
 
 @dataclass
@@ -267,16 +266,12 @@ class MariaDBRunBackend:
         return "MariaDB cannot read the server host's /proc: host counters need a local server"
 
     def terminate_leftovers(self) -> int:
-        """Work sessions of this run still connected after it ended (must be none): kill.
-
-        A session's COM_QUIT ends its server thread a moment later, and on a saturated host
-        that moment can come after this looks (1 session of 16 in one run of two at 96 %
-        CPU): what is still there is looked at again for up to LEFTOVER_WAIT_S before it is
-        counted and killed."""
+        """Work sessions of this run still connected after it ended (must be none), looked
+        at again for a moment (common/leftovers.py): kill."""
         try:
             with connect(self.connect_kwargs) as conn, conn.cursor() as cur:
-                deadline = time.monotonic() + LEFTOVER_WAIT_S
-                while True:
+
+                def look() -> list[int]:
                     cur.execute(
                         "SELECT DISTINCT PROCESSLIST_ID"
                         " FROM performance_schema.session_connect_attrs"
@@ -284,10 +279,9 @@ class MariaDBRunBackend:
                         " AND PROCESSLIST_ID <> CONNECTION_ID()",
                         [self.application_name],
                     )
-                    ids = [r[0] for r in cur.fetchall()]
-                    if not ids or time.monotonic() >= deadline:
-                        break
-                    time.sleep(0.1)
+                    return [r[0] for r in cur.fetchall()]
+
+                ids = still_there(look)
                 for thread_id in ids:
                     with contextlib.suppress(pymysql.err.MySQLError):
                         cur.execute(f"KILL {int(thread_id)}")

@@ -29,6 +29,7 @@ from psycopg.conninfo import make_conninfo
 
 from openslob.engines.api import KeptIntervals, WaitSamples
 from openslob.engines.common.aio import until_ready
+from openslob.engines.common.leftovers import still_there
 from openslob.engines.common.rows import one
 from openslob.engines.postgres import horizon, stats
 from openslob.engines.postgres.ash import ASH_NOTICE, ash_block
@@ -342,19 +343,29 @@ class PostgresRunBackend:
         return None if text else "the server's host has no /proc/diskstats"
 
     def terminate_leftovers(self) -> int:
-        """Backends of this run still alive after it ended (must be none); kill them."""
+        """Backends of this run still alive after it ended (must be none), looked at again
+        for a moment (common/leftovers.py); kill them."""
         try:
             with psycopg.connect(
                 self.conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             ) as conn:
-                rows = conn.execute(
-                    "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
-                    " WHERE application_name = %s AND pid <> pg_backend_pid()",
-                    [self.application_name],
-                ).fetchall()
+
+                def look() -> list[int]:  # autocommit: each look reads the activity anew
+                    return [
+                        r[0]
+                        for r in conn.execute(
+                            "SELECT pid FROM pg_stat_activity"
+                            " WHERE application_name = %s AND pid <> pg_backend_pid()",
+                            [self.application_name],
+                        ).fetchall()
+                    ]
+
+                pids = still_there(look)
+                for pid in pids:
+                    conn.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
         except psycopg.Error:
             return 0
-        return len(rows)
+        return len(pids)
 
     def settings(self) -> dict[str, str]:
         """Settings the run's figures depend on (timing on/off, cache size, data dir)."""
