@@ -30,7 +30,7 @@ from openslob.engines.mariadb.connection import SHAPING_SETTINGS, connect, globa
 from openslob.engines.mariadb.wire import AnswerReader
 from openslob.engines.mariadb.workload import PENDING_VARIABLE, SESSION_SETTINGS, call_statement
 from openslob.model.errors import SetupError
-from openslob.model.loop import Answer, call_goes_on, interval_results
+from openslob.model.loop import Answer, call_goes_on, interval_results, parse_answer
 
 QUERY_INTERRUPTED = 1317  # ER_QUERY_INTERRUPTED: the answer to KILL QUERY
 
@@ -197,7 +197,7 @@ class MariaDBRunBackend:
         ended = True  # the CALL's answer is whole (or it failed)
         try:
             value, more = await session.reader.result()  # the CALL's SELECT (the interval's)
-            result: Answer = json.loads(value) if value else {}
+            result = parse_answer(value)
             if call_goes_on(result):
                 ended = False  # a streamed interval: more follow in this answer
                 return result
@@ -220,7 +220,7 @@ class MariaDBRunBackend:
             cur.execute(f"SET {PENDING_VARIABLE} = NULL")
         if isinstance(kept, bytes | bytearray):
             kept = kept.decode("utf-8")
-        return interval_results(json.loads(kept)) if kept else []
+        return interval_results(parse_answer(kept))
 
     async def pending(self, session: WorkSession) -> KeptIntervals:
         """After a stop: the interval results a streaming CALL cancelled by KILL QUERY had

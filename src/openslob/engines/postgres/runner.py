@@ -41,7 +41,7 @@ from openslob.engines.postgres.workload import (
     call_statement,
     session_settings,
 )
-from openslob.model.loop import Answer
+from openslob.model.loop import Answer, parse_answer
 
 CONNECT_TIMEOUT_S = 30
 # Where the wait sampler connects: any database of the cluster but the SLOB one.
@@ -243,7 +243,7 @@ class PostgresRunBackend:
                 raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
         rows = [r for r in results if r.status == pq.ExecStatus.TUPLES_OK and r.ntuples]
         value = rows[0].get_value(0, 0) if rows else None
-        return json.loads(value) if value else {}
+        return parse_answer(value)
 
     async def pending(self, session: WorkSession) -> KeptIntervals:
         """The intervals the cancelled CALL had kept for its answer (batch > 1): its loop
