@@ -305,6 +305,9 @@ class Checkpoint:
     ) -> None:
         self.run_dir, self.config, self.infos, self.label = run_dir, config, infos, label
         self.every_s = checkpoint_every_s()
+        # the sampler spaces checkpoints further when one costs more than
+        # sampler.CHECKPOINT_CPU_SHARE of a CPU, unless the spacing was asked for
+        self.adapts = not os.environ.get(CHECKPOINT_ENV)
         self.closed = False
         self.bytes_written = 0
 
