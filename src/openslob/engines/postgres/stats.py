@@ -18,8 +18,9 @@ import re
 from decimal import Decimal
 from typing import Any
 
+import orjson
 import psycopg
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import dict_row
 
 from openslob.engines.postgres import layout, prepared
 from openslob.model.rates import per_s, ratio
@@ -70,39 +71,30 @@ def take_snapshot(
     Without statements and tables (an interval's snapshot) nothing but shared-memory
     statistics views and shared catalogs is read: no buffer of this database's relations."""
     version = conn.info.server_version
-    cur = conn.cursor(row_factory=dict_row)
+    cur = conn.cursor()
     cur.execute("SELECT pg_stat_clear_snapshot()")
+    row = prepared.execute(cur, _shared_sql(version)).fetchone()
+    shared = orjson.loads(row[1]) if row else {}
     snap: Snapshot = {"server_version": version}
-    columns = _DB_COLUMNS + (_DB_COLUMNS_14 if version >= 140000 else ())
-    row = (
-        prepared.execute(
-            cur,
-            f"SELECT clock_timestamp() AS taken_at, {', '.join(columns)}"
-            " FROM pg_stat_database WHERE datname = current_database()",
-        ).fetchone()
-        or {}
+    snap["taken_at"] = row[0].isoformat() if row and shared.get("database") else None
+    snap["database"] = _numeric(shared.get("database"))
+    rows = shared.get("io") or []
+    snap["io"] = (
+        [{k: _as_float(v) for k, v in r.items()} for r in rows] if version >= 160000 else None
     )
-    snap["taken_at"] = row.pop("taken_at").isoformat() if row else None
-    snap["database"] = _numeric(row)
-    snap["io"] = _io(cur, version)
-    snap["wal"] = (
-        _numeric(prepared.execute(cur, "SELECT * FROM pg_stat_wal").fetchone())
-        if (version >= 140000)
-        else None
-    )
+    snap["wal"] = _numeric(shared.get("wal")) if version >= 140000 else None
     if snap["wal"] is not None:
         snap["wal"].pop("stats_reset", None)
-    snap["bgwriter"] = _numeric(
-        _drop_timestamps(prepared.execute(cur, "SELECT * FROM pg_stat_bgwriter").fetchone())
-    )
+    snap["bgwriter"] = _numeric(_drop_timestamps(shared.get("bgwriter")))
     snap["checkpointer"] = (
-        _numeric(
-            _drop_timestamps(prepared.execute(cur, "SELECT * FROM pg_stat_checkpointer").fetchone())
-        )
-        if version >= 170000
-        else None
+        _numeric(_drop_timestamps(shared.get("checkpointer"))) if version >= 170000 else None
     )
-    snap["wal_position"] = _wal_position(cur)
+    position = shared.get("wal_position")
+    snap["wal_position"] = (
+        None
+        if position is None or position.get("lsn_bytes") is None
+        else {k: _as_float(v) for k, v in position.items()}
+    )
     snap["statements"] = statements(conn) if with_statements else None
     # The SLOB tables' size and dead row versions: whether the window kept the layout.
     snap["tables"] = (
@@ -111,38 +103,47 @@ def take_snapshot(
     return snap
 
 
-def _wal_position(cur: psycopg.Cursor[DictRow]) -> dict[str, float] | None:
-    """The WAL insert position (bytes) and the segment size: segments filled in between."""
-    row = prepared.execute(
-        cur,
-        "SELECT CASE WHEN pg_is_in_recovery() THEN NULL"
-        " ELSE (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::float8 END AS lsn_bytes,"
+def _shared_sql(version: int) -> str:
+    """The shared-memory statistics views of a snapshot as one statement: the time and a
+    JSON object of them. The sampler takes one every interval; seven statements took the
+    client 2.1 ms and the server 0.9 ms of CPU per interval (prepared), round trips and
+    rows as much as the views."""
+    columns = _DB_COLUMNS + (_DB_COLUMNS_14 if version >= 140000 else ())
+    parts = [
+        "'database', (SELECT row_to_json(d) FROM (SELECT "
+        + ", ".join(columns)
+        + " FROM pg_stat_database WHERE datname = current_database()) d)"
+    ]
+    if version >= 160000:
+        byte_columns = (
+            "read_bytes, write_bytes"
+            if version >= 180000
+            else "reads * op_bytes AS read_bytes, writes * op_bytes AS write_bytes"
+        )
+        parts.append(
+            "'io', (SELECT json_agg(i) FROM (SELECT backend_type, object, context, reads,"
+            " read_time, writes, write_time, extends, hits, evictions, fsyncs, fsync_time,"
+            f" {byte_columns} FROM pg_stat_io) i)"
+        )
+    if version >= 140000:
+        parts.append("'wal', (SELECT row_to_json(w) FROM pg_stat_wal w)")
+    parts.append("'bgwriter', (SELECT row_to_json(b) FROM pg_stat_bgwriter b)")
+    if version >= 170000:
+        parts.append("'checkpointer', (SELECT row_to_json(c) FROM pg_stat_checkpointer c)")
+    # the WAL insert position (bytes) and the segment size: segments filled in between
+    parts.append(
+        "'wal_position', (SELECT row_to_json(p) FROM (SELECT CASE WHEN pg_is_in_recovery()"
+        " THEN NULL ELSE (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::float8 END AS lsn_bytes,"
         " (SELECT setting::float8 FROM pg_settings WHERE name = 'wal_segment_size')"
-        " AS segment_bytes",
-    ).fetchone()
-    return None if row is None or row["lsn_bytes"] is None else dict(row)
+        " AS segment_bytes) p)"
+    )
+    return f"SELECT clock_timestamp(), json_build_object({', '.join(parts)})::text"
 
 
 def _drop_timestamps(row: dict[str, Any] | None) -> dict[str, Any] | None:
     if row is None:
         return None
     return {k: v for k, v in row.items() if not k.endswith("reset")}
-
-
-def _io(cur: psycopg.Cursor[DictRow], version: int) -> list[dict[str, Any]] | None:
-    if version < 160000:
-        return None
-    byte_columns = (
-        "read_bytes, write_bytes"
-        if version >= 180000
-        else ("reads * op_bytes AS read_bytes, writes * op_bytes AS write_bytes")
-    )
-    prepared.execute(
-        cur,
-        "SELECT backend_type, object, context, reads, read_time, writes, write_time,"
-        f" extends, hits, evictions, fsyncs, fsync_time, {byte_columns} FROM pg_stat_io",
-    )
-    return [{k: _as_float(v) for k, v in r.items()} for r in cur.fetchall()]
 
 
 def has_statements(conn: psycopg.Connection) -> bool:
