@@ -551,6 +551,12 @@ def test_sigkill_of_the_client_leaves_no_loop_behind(
     assert len(covered) >= 3
     ops = sum(s["ops_select"] + s["ops_update"] for s in run["sessions"])
     assert ops == sum(int(r["select_count"]) + int(r["update_count"]) for r in covered)
+    # the latency of a checkpoint is its instances' closed intervals', not the sessions'
+    for kind in ("select", "update"):
+        count = sum(int(r[f"{kind}_count"]) for r in covered)
+        assert (run["latency"][kind] or {}).get("count", 0) == count, kind
+    assert all(s["p99_us"] is None for s in run["sessions"])
+    assert any("no latency per session" in note for note in run["notes"])
     assert run["metrics"]["pio_reads_per_s"] > 0
     assert invoke("report", str(run_dir), cwd=cwd).exit_code == 0
     again = slob(

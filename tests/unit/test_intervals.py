@@ -73,6 +73,14 @@ def test_merge_into_is_merge_results_in_place_and_leaves_the_parts_alone() -> No
         assert in_place == by_copy, order
         assert parts == before
     assert in_place is not None and in_place["hist_select"] == {"5": 3, "9": 4}
+    # counts only (a checkpoint's session sums): the same figures without any histogram
+    counts, full = None, None
+    for part in parts:
+        counts = merge_into(counts, part, histograms=False)
+        full = merge_into(full, part)
+    assert full is not None and full["hist_update"] == {"7": 1}
+    assert counts == {k: v for k, v in full.items() if not k.startswith("hist_")}
+    assert parts == before
 
 
 class _Closed(list):

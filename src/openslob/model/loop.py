@@ -251,6 +251,7 @@ def interval_results(answer: Answer) -> list[dict[str, Any]]:
 PARAM_KEYS = tuple(p.key for p in LOOP_PARAMS)
 RESULT_KEYS = tuple(f.key for f in LOOP_RESULT)
 MERGE_BY_KEY = {f.key: f.merge for f in LOOP_RESULT}
+HISTOGRAM_KEYS = frozenset(f.key for f in LOOP_RESULT if f.merge is Merge.HISTOGRAM)
 
 
 @dataclass(frozen=True)

@@ -70,20 +70,32 @@ def _cut_by_stop(record: RunRecord) -> tuple[str, float] | None:
     )
 
 
-def _latency(sessions: list[SessionOutcome], suffix: str = "") -> dict[str, Any]:
+def _windows(record: RunRecord, sessions: list[SessionOutcome]) -> list[dict[str, Any] | None]:
+    """The sessions' window results; in a checkpoint, whose sessions hold counts only, also
+    the latency histograms of their instances' closed intervals (RunRecord.closed_histograms)."""
+    windows = [o.window for o in sessions]
+    if record.closed_histograms is not None:
+        instances = sorted({o.instance for o in sessions})
+        windows += [record.closed_histograms.get(k) for k in instances]
+    return windows
+
+
+def _latency(windows: list[dict[str, Any] | None], suffix: str = "") -> dict[str, Any]:
     """run.json "latency" (the service time); suffix "_intended": "latency_intended"."""
     merged = {kind: Histogram() for kind in OP_KINDS}
-    for outcome in sessions:
-        if outcome.window:
+    for window in windows:
+        if window:
             for kind in OP_KINDS:
-                part = outcome.window.get(LOOP_RESULT.hist(kind, intended=bool(suffix)).key)
+                part = window.get(LOOP_RESULT.hist(kind, intended=bool(suffix)).key)
                 merged[kind].merge(Histogram.from_json(part))
     return {kind: (hist.summary() if hist.count else None) for kind, hist in merged.items()}
 
 
-def _latency_intended(config: Config, sessions: list[SessionOutcome]) -> dict[str, Any] | None:
+def _latency_intended(
+    config: Config, windows: list[dict[str, Any] | None]
+) -> dict[str, Any] | None:
     """The latency from each op's intended start (RATE runs; null for a closed loop)."""
-    return _latency(sessions, INTENDED) if config.p.rate else None
+    return _latency(windows, INTENDED) if config.p.rate else None
 
 
 def _rate_figures(
@@ -95,7 +107,7 @@ def _rate_figures(
         config.p.rate,
         len(sessions) / total,
         rate.session_rate(config.p.rate, total),
-        [o.window for o in sessions],
+        _windows(record, sessions),
         _window_seconds(record),
     )
 
@@ -382,8 +394,8 @@ def _instance_entry(
         "sessions": [o.id for o in sessions],
         "schemas": schemas,
         "metrics": metrics,
-        "latency": _latency(sessions),
-        "latency_intended": _latency_intended(config, sessions),
+        "latency": _latency(_windows(record, sessions)),
+        "latency_intended": _latency_intended(config, _windows(record, sessions)),
         "waits": waits,
         "wait_samples": inst.wait_samples,
         "work_per_op": window.work_per_op(before, after, info.settings, config, _ops(sessions))
@@ -531,8 +543,8 @@ def build_run_json(
         },
         "sessions": _sessions(record, seconds),
         "metrics": metrics,
-        "latency": _latency(record.sessions),
-        "latency_intended": _latency_intended(config, record.sessions),
+        "latency": _latency(_windows(record, record.sessions)),
+        "latency_intended": _latency_intended(config, _windows(record, record.sessions)),
         "waits": _waits(waits),
         "wait_samples": sum(i.wait_samples for i in record.instances),
         "io": single["io"] if single else None,

@@ -90,6 +90,10 @@ class RunRecord:
     early_warnings: list[str] = field(default_factory=list)
     # the live cliff judgement's episodes (model/cliff.py); None when CLIFF is off
     cliffs: CliffSummary | None = None
+    # a checkpoint's (runner/sampler.py): per instance, the latency histograms of its
+    # closed intervals; its sessions' windows then hold counts only (one merge per
+    # interval instead of one per session result, inside the window)
+    closed_histograms: dict[int, dict[str, Any]] | None = None
 
     def sessions_of(self, instance: int) -> list[SessionOutcome]:
         return [o for o in self.sessions if o.instance == instance]

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from openslob.model.loop import LOOP_RESULT, MERGE_BY_KEY, Merge
+from openslob.model.loop import HISTOGRAM_KEYS, LOOP_RESULT, MERGE_BY_KEY, Merge
 
 
 def merge_results(total: dict[str, Any] | None, part: dict[str, Any]) -> dict[str, Any]:
@@ -46,22 +46,27 @@ def _keys(how: Merge) -> frozenset[str]:
 # The keys by merge rule, as sets: a member of an Enum read per key (Python 3.11 looks it up
 # through a descriptor) made merge_into ~24 us a result, the most of the client's CPU per
 # interval result after its JSON at 256 sessions.
-_HISTOGRAMS, _PER_CALL = _keys(Merge.HISTOGRAM), _keys(Merge.PER_CALL)
+_HISTOGRAMS, _PER_CALL = HISTOGRAM_KEYS, _keys(Merge.PER_CALL)
 _FIRST, _LAST, _MAX = _keys(Merge.FIRST), _keys(Merge.LAST), _keys(Merge.MAX)
 
 
-def merge_into(total: dict[str, Any] | None, part: dict[str, Any]) -> dict[str, Any]:
+def merge_into(
+    total: dict[str, Any] | None, part: dict[str, Any], *, histograms: bool = True
+) -> dict[str, Any]:
     """merge_results for an accumulator no other thread reads yet (an open interval's):
     `total` is changed in place and returned (a new one, with its own histograms, when
-    None), so adding a CALL costs its own keys and buckets, not a copy of the sum."""
+    None), so adding a CALL costs its own keys and buckets, not a copy of the sum.
+    Without `histograms` the latency histograms are left out (counts only)."""
     if total is None:
         return {
             k: dict(v) if v is not None and k in _HISTOGRAMS else v
             for k, v in part.items()
-            if k not in _PER_CALL
+            if k not in _PER_CALL and (histograms or k not in _HISTOGRAMS)
         }
     for key, value in part.items():
         if key in _HISTOGRAMS:
+            if not histograms:
+                continue
             hist = total.get(key)
             if hist is None:
                 total[key] = None if value is None else dict(value)

@@ -19,6 +19,7 @@ from openslob.host import snapshot as host_snapshot
 from openslob.host.ebpf import LayerSeries, interval_figures
 from openslob.model.cliff import CliffWatch
 from openslob.model.histogram import Histogram
+from openslob.model.loop import HISTOGRAM_KEYS
 from openslob.model.perinstance import instance_keys
 from openslob.model.states import Phase, RunStatus
 from openslob.results.record import InstanceRecord, RunRecord
@@ -80,6 +81,7 @@ class Sampler(threading.Thread):
         self._last_checkpoint, self._checkpoint_gap_s = 0.0, self.checkpoint_every_s
         # what the window's closed intervals hold: per session, and our own commits
         self._closed_sessions: dict[int, dict[str, Any]] = {}
+        self._closed_instances: dict[int, dict[str, Any]] = {}
         self._closed_commits: dict[int, int] = {}
         self.views = [InstanceView(i.window, i.settings, i.host_key) for i in instances]
         self.keys = figure_keys([k for i in instances for k in i.engine_metrics])
@@ -268,8 +270,15 @@ class Sampler(threading.Thread):
         """Add a closed window interval to what a checkpoint saves, and save one when due."""
         # in place: the closed sessions' sums are this thread's (a checkpoint is built and
         # written here, before the next interval adds to them)
+        # the sessions' counts; the latency histograms per instance, from the interval's
+        # totals (a merge of a session's ~100 buckets per result was 1 ms a row at 64)
         for session, result in interval.by_session.items():
-            self._closed_sessions[session] = merge_into(self._closed_sessions.get(session), result)
+            kept = self._closed_sessions.get(session)
+            self._closed_sessions[session] = merge_into(kept, result, histograms=False)
+        for instance, total in interval.results.items():
+            self._closed_instances[instance] = merge_into(
+                self._closed_instances.get(instance), total
+            )
         for instance, commits in interval.own_commits.items():
             self._closed_commits[instance] = self._closed_commits.get(instance, 0) + commits
         now = time.monotonic()
@@ -282,6 +291,7 @@ class Sampler(threading.Thread):
                     self.record,
                     self.instances,
                     self._closed_sessions,
+                    self._closed_instances,
                     self._closed_commits,
                     db_cur,
                     host_cur,
@@ -320,13 +330,15 @@ def provisional_record(
     record: RunRecord,
     instances: list[RunInstance],
     sessions: dict[int, dict[str, Any]],
+    by_instance: dict[int, dict[str, Any]],
     own_commits: dict[int, int],
     db_cur: Snapshots,
     host_cur: Hosts,
     end: float,
 ) -> RunRecord:
     """The run as if it had ended with the last closed interval: what a checkpoint saves
-    (status "interrupted" until the run's own results replace it)."""
+    (status "interrupted" until the run's own results replace it). The sessions' windows
+    hold counts only; the latency is each instance's, from its closed intervals."""
     stamp = time.strftime("%H:%M:%S", time.localtime(end))
     return replace(
         record,
@@ -334,6 +346,10 @@ def provisional_record(
         error=f"the client stopped before the end of the run; the window up to {stamp} "
         "is saved (a checkpoint: the run's own results replace it when it ends)",
         sessions=[replace(o, window=sessions.get(o.id)) for o in record.sessions],
+        closed_histograms={
+            k: {key: v for key, v in total.items() if key in HISTOGRAM_KEYS}
+            for k, total in by_instance.items()
+        },
         instances=[
             replace(
                 i.record,
@@ -348,7 +364,10 @@ def provisional_record(
         window_end=end,
         last_op_end=end,
         planned_end=record.window_end,
-        notes=[*record.notes, "a checkpoint: no wait samples, no statements, no table sizes"],
+        notes=[
+            *record.notes,
+            "a checkpoint: no wait samples, no statements, no table sizes, no latency per session",
+        ],
     )
 
 
