@@ -125,6 +125,7 @@ def test_results_follow_the_contract(dataset, tmp_path) -> None:
     assert on_disk["engine"]["version"].startswith("18")
     assert on_disk["window"]["warmup_seconds"] == 1
     assert on_disk["waits"] and on_disk["wait_samples"] >= 20  # >= 10 Hz over 3 s
+    assert on_disk["wait_sample_hz"] == on_disk["instances"][0]["wait_sample_hz"] == 10
     select = on_disk["latency"]["select"]
     assert select["count"] > 0 and select["p50_us"] <= select["p99_us"] <= select["max_us"]
     assert sum(b[2] for b in select["histogram"]["buckets"]) == select["count"]
@@ -140,6 +141,7 @@ def test_results_follow_the_contract(dataset, tmp_path) -> None:
         "Sessions",
     ):
         assert heading in report
+    assert f"Top wait events (sampled {on_disk['wait_samples']:,} times at 10 Hz)" in report
     rerendered = CliRunner().invoke(cli, ["report", str(run_dir)])
     assert rerendered.exit_code == 0 and rerendered.output == report
     _every_block_is_shown(run_dir, on_disk, report)

@@ -394,7 +394,9 @@ def _wal(run: dict[str, Any]) -> list[str]:
 
 
 def _waits(run: dict[str, Any]) -> list[str]:
-    lines = section(f"Top wait events (sampled {run.get('wait_samples', 0):,} times at 10 Hz)")
+    hz = run.get("wait_sample_hz")
+    rate = f" at {hz:g} Hz" if hz else ""
+    lines = section(f"Top wait events (sampled {run.get('wait_samples', 0):,} times{rate})")
     waits = run.get("waits") or []
     if not waits:
         return [*lines, NA]

@@ -266,6 +266,12 @@ def _warnings(
         )
 
 
+def _one_rate(rates: list[float | None]) -> float | None:
+    """The instances' common wait sample rate (None: none, or they differ)."""
+    known = {rate for rate in rates if rate is not None}
+    return known.pop() if len(known) == 1 and None not in rates else None
+
+
 def _sessions(record: RunRecord, seconds: float | None) -> list[dict[str, Any]]:
     out = []
     for o in record.sessions:
@@ -398,6 +404,7 @@ def _instance_entry(
         "latency_intended": _latency_intended(config, _windows(record, sessions)),
         "waits": waits,
         "wait_samples": inst.wait_samples,
+        "wait_sample_hz": inst.wait_sample_hz,
         "work_per_op": window.work_per_op(before, after, info.settings, config, _ops(sessions))
         if both
         else None,
@@ -547,6 +554,7 @@ def build_run_json(
         "latency_intended": _latency_intended(config, _windows(record, record.sessions)),
         "waits": _waits(waits),
         "wait_samples": sum(i.wait_samples for i in record.instances),
+        "wait_sample_hz": _one_rate([i.wait_sample_hz for i in record.instances]),
         "io": single["io"] if single else None,
         "io_shape": single["io_shape"] if single else None,
         "statements": single["statements"] if single else None,

@@ -53,6 +53,7 @@ class InstanceRecord:
     host_after: HostSnapshot | None = None
     waits: Counter = field(default_factory=Counter)
     wait_samples: int = 0
+    wait_sample_hz: float | None = None  # None: no wait sampler ran
     leftover_backends: int = 0
     # our own transactions inside the window: the stats flush after each CALL
     # (publish_stats) and the wait sampler's commits

@@ -18,7 +18,7 @@ from openslob.host import snapshot as host_snapshot
 from openslob.results.record import RunRecord
 from openslob.runner import clocks
 from openslob.runner.record import RunInstance, first_line, watch
-from openslob.runner.sampler import WaitSampler
+from openslob.runner.sampler import WaitSampler, wait_sample_hz
 
 
 class Snapshots:
@@ -132,9 +132,10 @@ class Snapshots:
                 start + offset,
                 None if planned_end is None else planned_end + offset,
                 i.wait_sampling,
+                wait_sample_hz(len(self.record.sessions_of(k))),
             )
-            for i, m, offset in zip(
-                self.instances, self.waits_monitors, self.offsets_s, strict=True
+            for k, (i, m, offset) in enumerate(
+                zip(self.instances, self.waits_monitors, self.offsets_s, strict=True)
             )
         ]
         for sampler in waits:

@@ -1,4 +1,4 @@
-"""The spacing of provisional run.json checkpoints (runner/sampler.checkpoint_gap_s)."""
+"""How often the sampler saves a checkpoint and samples waits (runner/sampler.py)."""
 
 from openslob.runner.sampler import CHECKPOINT_CPU_SHARE, CHECKPOINT_EVERY_S, checkpoint_gap_s
 
@@ -12,3 +12,11 @@ def test_a_costly_checkpoint_waits_until_it_is_a_thousandth_of_a_cpu() -> None:
     gap = checkpoint_gap_s(CHECKPOINT_EVERY_S, 0.0165)
     assert gap == 0.0165 / CHECKPOINT_CPU_SHARE
     assert abs(0.0165 / gap - CHECKPOINT_CPU_SHARE) < 1e-12
+
+
+def test_wait_samples_keep_to_a_budget_of_session_samples_between_1_and_10_hz() -> None:
+    from openslob.runner.sampler import WAIT_SESSION_SAMPLES_PER_S, wait_sample_hz
+
+    assert [wait_sample_hz(n) for n in (1, 2, 16)] == [10.0, 10.0, 10.0]
+    assert wait_sample_hz(64) == 2.5 and wait_sample_hz(64) * 64 == WAIT_SESSION_SAMPLES_PER_S
+    assert wait_sample_hz(160) == wait_sample_hz(256) == wait_sample_hz(4096) == 1.0
