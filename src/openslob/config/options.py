@@ -228,7 +228,7 @@ OPTIONS: tuple[Option, ...] = (
         RUN_SCOPES, slob=False, minimum=0.1, maximum=60,
     ),
     Option(
-        "RESULTS_PER_S", "int", 32,
+        "RESULTS_PER_S", "int", 16,
         "Most interval results a second each instance's sessions send the client (0: no "
         "limit). Above it each session keeps k intervals' results and answers every k-th "
         "boundary, staggered (k = sessions / (RESULTS_PER_S x SAMPLE_INTERVAL), rounded up, "

@@ -3,7 +3,7 @@
 Each interval result costs CPU outside the loop: the client ~0.3 ms (its socket wake-up,
 JSON and merge; README, interval_overhead) and, on PostgreSQL, the CALL's end and the next
 one's start ~0.25 ms of server CPU, both taken from CPU-bound sessions: at 256 sessions
-and 1 s intervals that was 5-7 % of a 2-vCPU host. So above RESULTS_PER_S (32) interval results
+and 1 s intervals that was 5-7 % of a 2-vCPU host. So above RESULTS_PER_S (16) interval results
 a second per instance, each session keeps k intervals' results in the server and answers
 every k-th boundary, and the sessions are staggered (session i answers at boundaries b with
 (b + i) % k == 0) so that about 1/k of them answer at each boundary: the client gets about
@@ -22,7 +22,7 @@ from openslob.runner.record import RunInstance
 
 # The most intervals an answer covers: rows come up to k intervals late (the live view, a
 # checkpoint), and MariaDB's loop appends each kept result to a text it holds (O(k^2) a
-# CALL). 256 sessions at the default 32 results a second give 8; `--results-per-s 1`
+# CALL). 256 sessions at the default 16 answers a second give 16; `--results-per-s 1`
 # would have given 256. Past the cap the client gets more than RESULTS_PER_S a second.
 MAX_BATCH = 16
 
