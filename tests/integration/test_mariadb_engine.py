@@ -15,6 +15,7 @@ from openslob.config.resolve import Config, resolve
 from openslob.engines.api import KeptIntervals
 from openslob.engines.mariadb import stats
 from openslob.engines.mariadb.engine import MariaDBEngine
+from openslob.engines.mariadb.ioshape import engine_io_shape
 from openslob.engines.mariadb.layout import layout_for
 from openslob.engines.mariadb.runner import QUERY_INTERRUPTED, MariaDBRunBackend
 from openslob.engines.mariadb.server import MARIADBD, EmbeddedMariaDB
@@ -139,9 +140,9 @@ def test_one_call_for_two_seconds_with_20_pct_updates(
         finally:
             await backend.close(session)
 
-    before = monitor.snapshot()
+    before, before_interval = monitor.snapshot(), monitor.interval_snapshot()
     result, elapsed = _run(scenario())
-    after = monitor.snapshot()
+    after, after_interval = monitor.snapshot(), monitor.interval_snapshot()
     monitor.close()
     backend.shutdown()
 
@@ -172,6 +173,19 @@ def test_one_call_for_two_seconds_with_20_pct_updates(
     assert metrics["commits_per_s"] == pytest.approx(result["ops_update"] / window, rel=0.2)
     assert metrics["db_time_s"] is None and metrics["wal_records_per_s"] is None
     assert any("redo" in note for note in stats.notes(after))
+    # an interval's snapshot reads only the status variables its row uses: the same figures
+    known = {k for k, v in metrics.items() if v is not None}
+    interval = stats.snapshot_delta(before_interval, after_interval, window)
+    assert {k for k, v in interval.items() if v is not None} == known
+    assert len(after_interval["status"]) < len(after["status"]) / 2
+    shape, shape_interval = (
+        engine_io_shape(before, after, {}),
+        engine_io_shape(before_interval, after_interval, {}),
+    )
+    assert {k for k, v in shape_interval.items() if v is not None} == {
+        k for k, v in shape.items() if v is not None
+    }
+    assert stats.notes(after_interval) == stats.notes(after)
 
 
 async def _kill_until_answered(

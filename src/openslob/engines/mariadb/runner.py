@@ -78,8 +78,8 @@ class Monitor:
         return stats.take_snapshot(self.conn)
 
     def interval_snapshot(self) -> stats.Snapshot:
-        """Global status and the file I/O summaries: cheap, and no table read."""
-        return stats.take_snapshot(self.conn)
+        """The global status its rows read and the file I/O summaries: no table read."""
+        return stats.take_snapshot(self.conn, interval=True)
 
     def horizon(self) -> dict[str, Any]:
         """The history list length and the oldest open transaction (horizon.oldest_holder),

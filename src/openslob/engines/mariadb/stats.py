@@ -67,12 +67,24 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def take_snapshot(conn: pymysql.connections.Connection) -> Snapshot:
-    """Every cumulative counter a report needs (global status and file I/O summaries)."""
+# What an interval's snapshot reads of the global status: the counters of its row
+# (snapshot_delta, the InnoDB and Galera figures of the time series, a checkpoint's
+# details): InnoDB's, wsrep's, COMMITs and ROLLBACKs. The whole SHOW GLOBAL STATUS (562
+# variables) took the sampler 1.2 ms of CPU and the server 0.75-1.45 ms every interval;
+# these (~130 without Galera) 0.3 and 0.4 ms.
+INTERVAL_STATUS = (
+    " WHERE Variable_name LIKE 'Innodb%' OR Variable_name LIKE 'wsrep%'"
+    " OR Variable_name IN ('Com_commit', 'Com_rollback')"
+)
+
+
+def take_snapshot(conn: pymysql.connections.Connection, *, interval: bool = False) -> Snapshot:
+    """Every cumulative counter a report needs (global status and file I/O summaries);
+    an `interval` snapshot: the status variables of INTERVAL_STATUS only."""
     with conn.cursor() as cur:
         cur.execute("SELECT UTC_TIMESTAMP(6), @@performance_schema, VERSION()")
         taken_at, ps_on, version = one(cur.fetchone())
-        cur.execute("SHOW GLOBAL STATUS")
+        cur.execute("SHOW GLOBAL STATUS" + (INTERVAL_STATUS if interval else ""))
         raw = dict(cur.fetchall())
         status = {name: n for name, value in raw.items() if (n := _number(value)) is not None}
         status.update(galera_stats.latency_fields(raw))
