@@ -142,7 +142,7 @@ class PercentileCsv:
             hist = hists.get(kind) or Histogram()
             head = [row["time"], row["elapsed_s"], row["interval"], row["seconds"], kind]
             mean = hist.mean_us()
-            values = [hist.percentile_us(p) for p in FIO_PERCENTILES]
+            values = hist.percentiles_us(FIO_PERCENTILES)
             lines.append(
                 csv_text([*head, hist.count, csv_cell(mean), *(csv_cell(v) for v in values)])
             )

@@ -87,7 +87,7 @@ def latency_figures(interval: Interval) -> tuple[dict[str, Any], dict[str, Histo
 def latency_stats(kind: str, hist: Histogram, suffix: str = "") -> dict[str, Any]:
     """One op type's latency columns from its histogram (null: no op timed); suffix
     "_intended": the columns of the latency from the intended start."""
-    summary = hist.summary() if hist.count else {}
+    summary = hist.summary(buckets=False) if hist.count else {}
     return {f"{kind}_{stat}{suffix}_us": summary.get(f"{stat}_us") for stat, _ in LATENCY_STATS}
 
 
