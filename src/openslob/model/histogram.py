@@ -93,19 +93,11 @@ class Histogram:
 
     def percentile_us(self, pct: float) -> float | None:
         """Value at or below which pct % of the ops completed (bucket midpoint)."""
-        total = self.count
-        if not total:
-            return None
-        rank = pct / 100 * total
-        seen = 0
-        for idx in sorted(self.counts):
-            seen += self.counts[idx]
-            if seen >= rank:
-                return self._midpoint(idx)
-        return self._midpoint(max(self.counts))
+        return self.percentiles_us((pct,))[0]
 
     def percentiles_us(self, pcts: Sequence[float]) -> list[float | None]:
-        """percentile_us of each of `pcts`, in one pass over the sorted buckets (a row of
+        """The value at or below which each of `pcts` % of the ops completed (bucket
+        midpoints; None without ops), in one pass over the sorted buckets (a row of
         percentiles.csv asks for 17 of each op type every interval)."""
         total = self.count
         if not total:

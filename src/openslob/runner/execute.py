@@ -297,7 +297,8 @@ def checkpoint_every_s() -> float:
 class Checkpoint:
     """The window so far as a provisional run.json (status "interrupted"): a client killed
     after hours leaves valid results of every interval up to its last checkpoint (every
-    CHECKPOINT_EVERY_S; timeseries.csv has every interval). Written compact and without
+    CHECKPOINT_EVERY_S, or later when one costs more: sampler.checkpoint_gap_s;
+    timeseries.csv has every interval). Written compact and without
     fsync: our own I/O in the window stays page-cache writes, ~100 KB per checkpoint."""
 
     def __init__(

@@ -1,6 +1,6 @@
 """ASH-like wait sampling inside PostgreSQL: one DO block per run samples pg_stat_activity
-at 10 Hz and returns its counts as a NOTICE (Monitor.sample_waits), so the client spends no
-CPU on the samples."""
+at the run's rate (runner/sampler.wait_sample_hz: 10 Hz up to 16 sessions) and returns its
+counts as a NOTICE (Monitor.sample_waits), so the client spends no CPU on the samples."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from openslob.engines.postgres.workload import flush_sql
 ASH_NOTICE = "openslob-ash "
 
 # ASH-like wait sampling inside the database, as the work loop is: the client makes one call
-# per run and spends no CPU on the 10 Hz samples. Samples every 1/hz s from start_epoch until
+# per run and spends no CPU on the samples. Samples every 1/hz s from start_epoch until
 # end_epoch (NULL: no planned end), and stops early once none of the run's sessions is
 # active any more (the window's CALLs returned: the end of an op-count run, or a Ctrl-C).
 # "CPU" is active without a wait event. The result {"samples", "waits": {event: count},
