@@ -206,11 +206,14 @@ class MariaDBRunBackend:
             return result
         except pymysql.err.OperationalError as exc:
             if exc.args and exc.args[0] == QUERY_INTERRUPTED and session.in_flight == 1:
+                session.reader.release()  # PyMySQL reads the ROLLBACK's answer itself
                 await self._run(self._rollback, session)
             raise
         finally:
             if ended:
                 session.in_flight -= 1
+                if session.in_flight == 0:  # PyMySQL may use the connection now
+                    session.reader.release()
 
     @staticmethod
     def _take_pending(session: WorkSession) -> list[dict[str, Any]]:
@@ -256,6 +259,7 @@ class MariaDBRunBackend:
             self._kill_query(session.pid)
 
     async def close(self, session: WorkSession) -> None:
+        session.reader.release()
         with contextlib.suppress(pymysql.err.MySQLError, OSError):
             await asyncio.to_thread(session.conn.close)
 

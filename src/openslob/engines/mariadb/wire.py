@@ -29,7 +29,7 @@ from concurrent.futures import Executor
 
 import pymysql
 
-from openslob.engines.common.aio import until_ready
+from openslob.engines.common.aio import Readable
 
 MAX_PAYLOAD = 0xFFFFFF  # a payload this long continues in the next packet
 MORE_RESULTS = 0x0008  # SERVER_MORE_RESULTS_EXISTS in an EOF / OK packet's status
@@ -47,6 +47,7 @@ class AnswerReader:
         # record, and recv() would block the event loop until it has one. Such a session
         # waits in a worker thread instead (a remote server that negotiated TLS).
         self.executor = executor if isinstance(sock, ssl.SSLSocket) else None
+        self.readable = Readable()  # registered while answers are awaited (release())
 
     def _take(self) -> bytes | None:
         """One whole payload from the buffer (continuations joined), or None."""
@@ -71,9 +72,11 @@ class AnswerReader:
                     loop = asyncio.get_running_loop()
                     data = await loop.run_in_executor(self.executor, self.sock.recv, RECV_BYTES)
                 else:
-                    loop = asyncio.get_running_loop()
-                    await until_ready(loop.add_reader, loop.remove_reader, self.sock.fileno())
-                    data = self.sock.recv(RECV_BYTES)  # readable: returns what has arrived
+                    await self.readable.wait(self.sock.fileno())
+                    # what has arrived; a wake-up with nothing there waits again
+                    data = self.sock.recv(RECV_BYTES, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                continue
             except (OSError, ValueError) as exc:  # reset, timed out, or closed (fileno -1)
                 lost = f"Lost connection to server: {exc}"
                 raise pymysql.err.OperationalError(LOST, lost) from exc
@@ -81,6 +84,10 @@ class AnswerReader:
                 raise pymysql.err.OperationalError(LOST, "Lost connection to server during query")
             self.buf += data
         return payload
+
+    def release(self) -> None:
+        """Before PyMySQL reads the socket again, or it is closed: no more waits for now."""
+        self.readable.release()
 
     async def result(self) -> tuple[str | None, bool]:
         """The next result set's first value (None: an OK packet, no rows) and whether more

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -28,7 +28,7 @@ from psycopg import pq
 from psycopg.conninfo import make_conninfo
 
 from openslob.engines.api import KeptIntervals, WaitSamples
-from openslob.engines.common.aio import until_ready
+from openslob.engines.common.aio import Readable, until_ready
 from openslob.engines.common.leftovers import still_there
 from openslob.engines.common.rows import one
 from openslob.engines.postgres import horizon, stats
@@ -63,6 +63,8 @@ class WorkSession:
     # the same conf dict again (runner/phase.py), encoded once (client CPU per CALL)
     call_query: bytes | None = None
     last_conf: tuple[dict[str, Any], bytes] | None = None
+    # its socket stays registered with the event loop while CALLs are in flight
+    readable: Readable = field(default_factory=Readable)
 
 
 class Monitor:
@@ -214,14 +216,13 @@ class PostgresRunBackend:
         conn, pgconn = session.conn, session.conn.pgconn
         if session.in_flight <= 0:
             raise RuntimeError("no CALL in flight on this session")
-        loop = asyncio.get_running_loop()
         results: list[pq.abc.PGresult] = []
         ended = False  # the CALL's results are all in: its Sync's comes next
         try:
             while True:
                 pgconn.consume_input()  # raises OperationalError when the server is gone
                 if pgconn.is_busy():
-                    await until_ready(loop.add_reader, loop.remove_reader, pgconn.socket)
+                    await session.readable.wait(pgconn.socket)
                     continue
                 result = pgconn.get_result()
                 if result is None:
@@ -235,7 +236,8 @@ class PostgresRunBackend:
                 results.append(result)
         finally:
             session.in_flight -= 1
-            if session.in_flight == 0:
+            if session.in_flight == 0:  # psycopg may use the connection now: its own waits
+                session.readable.release()
                 with contextlib.suppress(psycopg.Error):
                     pgconn.exit_pipeline_mode()
         for result in results:
@@ -289,6 +291,7 @@ class PostgresRunBackend:
             session.conn.pgconn.get_cancel().cancel()
 
     async def close(self, session: WorkSession) -> None:
+        session.readable.release()
         with contextlib.suppress(psycopg.Error, OSError):
             await session.conn.close()
 
