@@ -22,7 +22,7 @@ from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
-from openslob.model.histogram import Histogram, bucket_bounds
+from openslob.model.histogram import SLOTS, Histogram, bucket_bounds
 from openslob.model.metrics import OP_KINDS
 from openslob.model.states import Phase
 from openslob.results.stream import StreamFile, csv_cell, csv_text
@@ -36,12 +36,34 @@ MAX_UNIT_RATIO = 1000.0  # µs values, interval max in ms (HdrHistogram's usual 
 
 
 def hdr_of(hist: Histogram) -> HdrHistogram:
-    """An HdrHistogram with each of our buckets' counts at its midpoint."""
+    """An HdrHistogram with each of our buckets' counts at its midpoint: what
+    HdrHistogram.record_value(midpoint, count) does per bucket, with each bucket's slot in
+    the counts array looked up once per run (record_value's own arithmetic was ~1.5 us a
+    bucket: 0.5 ms an interval of the select op at 256 sessions, in the sampler's thread)."""
     hdr = HdrHistogram(HDR_LOWEST_US, HDR_HIGHEST_US, HDR_DIGITS)
+    if not hist.counts:
+        return hdr
+    values, slots = _slots()
+    counts = hdr.counts
     for idx, count in hist.counts.items():
-        lower, upper = bucket_bounds(idx)
-        hdr.record_value(max((lower + upper) // 2, HDR_LOWEST_US), count)
+        counts[slots[idx]] += count
+    hdr.total_count = sum(hist.counts.values())
+    # record_value keeps the least and largest value recorded; midpoints rise with idx
+    hdr.min_value = min(hdr.min_value, values[min(hist.counts)])
+    hdr.max_value = max(hdr.max_value, values[max(hist.counts)])
     return hdr
+
+
+@functools.cache
+def _slots() -> tuple[list[int], list[int]]:
+    """Each loop bucket's midpoint (us) and its index in the counts array of an HdrHistogram
+    of hdr_of's range and precision (the lookup record_value does per value)."""
+    geometry = HdrHistogram(HDR_LOWEST_US, HDR_HIGHEST_US, HDR_DIGITS)
+    values = [max(sum(bucket_bounds(idx)) // 2, HDR_LOWEST_US) for idx in range(SLOTS)]
+    slots = [geometry._counts_index_for(v) for v in values]  # record_value's own lookup
+    if not all(0 <= slot < geometry.counts_len for slot in slots):
+        raise ValueError("the loop's buckets reach beyond the HdrHistogram's range")
+    return values, slots
 
 
 @functools.cache
