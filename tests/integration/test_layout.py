@@ -266,6 +266,20 @@ def test_every_sweep_point_starts_on_a_valid_layout(fresh_dataset, tmp_path, db)
     assert saved["points"][1]["reloaded"] == second["reloaded"]
 
 
+def _no_other_holder(server: EmbeddedServer) -> None:
+    """Wait until no backend (an autovacuum worker after an earlier test's updates) holds
+    an xmin: the server is shared, and such a one would be the oldest holder."""
+    with psycopg.connect(server.conninfo(), autocommit=True) as quiet:
+        for _ in range(150):
+            others = quiet.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
+                " AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)"
+            ).fetchone()
+            if others is not None and others[0] == 0:
+                return
+            time.sleep(0.1)
+
+
 def test_a_holder_newer_than_the_monitors_snapshot_is_zero_transactions_old(
     server: EmbeddedServer,
 ) -> None:
@@ -274,17 +288,7 @@ def test_a_holder_newer_than_the_monitors_snapshot_is_zero_transactions_old(
     difference, never below 0."""
     from openslob.engines.postgres.horizon import oldest_holder
 
-    # the server is shared: wait until no other backend (an autovacuum worker after an
-    # earlier test's updates) holds an xmin, or it is the oldest holder named below
-    with psycopg.connect(server.conninfo(), autocommit=True) as quiet:
-        for _ in range(150):
-            others = quiet.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
-                " AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)"
-            ).fetchone()
-            if others is not None and others[0] == 0:
-                break
-            time.sleep(0.1)
+    _no_other_holder(server)  # or that one is the oldest holder named below
     with (
         psycopg.connect(server.conninfo()) as monitor,
         psycopg.connect(server.conninfo()) as newer,
@@ -310,6 +314,41 @@ def test_a_holder_newer_than_the_monitors_snapshot_is_zero_transactions_old(
         assert older["holder"] == str(conn.info.backend_pid)
         assert older["age_xids"] == 4  # its own xid, then three others
         conn.execute("ROLLBACK")
+
+
+def test_the_interval_snapshot_reads_the_horizons_holder_as_a_read_of_its_own_does(
+    server: EmbeddedServer,
+) -> None:
+    """The monitor reads who holds the horizon in its interval snapshot's statement (four
+    round trips fewer an interval): the same holder and figures as the savepoint's read,
+    handed to horizon() once (as of the snapshot), and kept out of the snapshot itself
+    (run.json's db_after)."""
+    from openslob.engines.postgres.runner import Monitor
+
+    _no_other_holder(server)
+    monitor = Monitor(server.conninfo(), "openslob-test-monitor")
+    try:
+        with psycopg.connect(server.conninfo(), autocommit=True) as holder:
+            holder.execute("BEGIN")
+            holder.execute("SELECT pg_current_xact_id()")
+            pid = str(holder.info.backend_pid)
+            alone = monitor.horizon()  # nothing kept yet: read in its savepoint
+            snap = monitor.interval_snapshot()
+            holder.execute("ROLLBACK")
+            together = monitor.horizon()  # the snapshot's, from before the ROLLBACK
+            now = monitor.horizon()  # none kept: read again, the holder gone
+        assert "horizon" not in snap and snap["database"]
+        assert together["kind"] == alone["kind"] == "session"
+        assert together["holder"] == alone["holder"] == pid
+        assert now["holder"] != pid
+        for key in ("xmin", "since", "role", "application", "state"):
+            assert together[key] == alone[key], key
+        assert set(together) == set(alone) == set(now)
+        assert {type(v) for k, v in together.items() if k != "figures"} <= {int, str, type(None)}
+        assert together["figures"] == {"horizon_age_xids": together["age_xids"]}
+        assert isinstance(together["age_xids"], int) and together["age_xids"] >= 0
+    finally:
+        monitor.close()
 
 
 def test_read_gap_warnings_stay_quiet_below_the_noise_floor() -> None:

@@ -20,7 +20,13 @@ from psycopg.rows import dict_row
 
 from openslob.engines.postgres import prepared
 
-_OLDEST = """
+# age_xids: xids from the holder's xmin to the next one to be assigned; not PostgreSQL's
+# age(), which stays fixed for the whole of the monitor's (one, long) transaction. 32-bit
+# xids wrap: the difference is taken modulo 2^32 as a signed number (PostgreSQL's own xid
+# comparison), and an xid assigned after our snapshot (a busy update run assigns them every
+# microsecond) is 0 old, not -3 read as 4,294,967,293.
+# pg_current_snapshot() is 13's: an older server has no horizon figure.
+OLDEST = """
 SELECT n.next_xid, h.kind, h.holder, h.xmin,
        greatest(0, (n.next_xid % 4294967296 - h.xmin + 6442450944) % 4294967296
                    - 2147483648) AS age_xids,
@@ -50,12 +56,10 @@ LEFT JOIN LATERAL (
   ) holders
   ORDER BY age(xmin) DESC LIMIT 1
 ) h ON true
--- age_xids: xids from the holder's xmin to the next one to be assigned; not PostgreSQL's
--- age(), which stays fixed for the whole of the monitor's (one, long) transaction. 32-bit
--- xids wrap: the difference is taken modulo 2^32 as a signed number (PostgreSQL's own xid
--- comparison), and an xid assigned after our snapshot (a busy update run assigns them every
--- microsecond) is 0 old, not -3 read as 4,294,967,293.
 """
+
+
+OLDEST_VERSION = 130000
 
 
 def oldest_holder(conn: psycopg.Connection) -> dict[str, Any]:
@@ -66,7 +70,7 @@ def oldest_holder(conn: psycopg.Connection) -> dict[str, Any]:
         # pg_stat_activity is read once per transaction unless cleared: the monitor's
         # transaction lasts the whole run.
         cur.execute("SELECT pg_stat_clear_snapshot()")
-        row = prepared.execute(cur, _OLDEST).fetchone()
+        row = prepared.execute(cur, OLDEST).fetchone()
     return dict(row or {})
 
 

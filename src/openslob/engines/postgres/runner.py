@@ -90,6 +90,10 @@ class Monitor:
             self.conn.read_only = True
         self.with_statements = stats.has_statements(self.conn)
         self._task = self.conn.info.backend_pid  # from the connection's start: no query
+        # the horizon's holder is read with each interval snapshot when it can be read at
+        # all (a failure inside that statement would end the monitor's transaction)
+        self._horizon_in_snapshot = in_transaction and bool(self._read_horizon())
+        self._horizon: dict[str, Any] | None = None  # the last interval snapshot's
 
     def server_task(self) -> int | None:
         """The backend process serving this connection."""
@@ -100,19 +104,39 @@ class Monitor:
 
     def interval_snapshot(self) -> stats.Snapshot:
         """pg_stat_database, pg_stat_io, pg_stat_wal, the checkpointer and the WAL position:
-        shared-memory views, no table of this database read."""
-        return stats.take_snapshot(self.conn, with_statements=False, with_tables=False)
+        shared-memory views, no table of this database read. Also who holds the horizon,
+        kept for horizon()."""
+        snap = stats.take_snapshot(
+            self.conn,
+            with_statements=False,
+            with_tables=False,
+            with_horizon=self._horizon_in_snapshot,
+        )
+        sample = snap.pop("horizon", None)
+        if sample is not None:
+            self._horizon = sample
+        return snap
 
     def horizon(self) -> dict[str, Any]:
         """Who holds the oldest xmin of the database now (horizon.oldest_holder), with the
-        time series' figure; only the figure (null) when it cannot be read. It runs in a
-        savepoint, so a failure leaves the monitor's transaction usable."""
+        time series' figure; only the figure (null) when it cannot be read. The sampler
+        asks after each interval's snapshot: the holder that snapshot read, when there is
+        one not yet taken (the same moment as the interval's counters); else read now."""
+        sample, self._horizon = self._horizon, None
+        if sample is None:
+            sample = self._read_horizon()
+        return {**sample, "figures": {"horizon_age_xids": sample.get("age_xids")}}
+
+    def _read_horizon(self) -> dict[str, Any]:
+        """The holder read on its own, in a savepoint, so a failure leaves the monitor's
+        transaction usable ({} then)."""
+        if self.conn.info.server_version < horizon.OLDEST_VERSION:
+            return {}
         try:
             with self.conn.transaction():
-                sample = horizon.oldest_holder(self.conn)
+                return horizon.oldest_holder(self.conn)
         except psycopg.Error:
-            sample = {}
-        return {**sample, "figures": {"horizon_age_xids": sample.get("age_xids")}}
+            return {}
 
     def read_file(self, path: str) -> str | None:
         """A file of the server's host (pg_read_file; None when missing). Check with
