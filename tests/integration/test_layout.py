@@ -321,8 +321,8 @@ def test_the_interval_snapshot_reads_the_horizons_holder_as_a_read_of_its_own_do
 ) -> None:
     """The monitor reads who holds the horizon in its interval snapshot's statement (four
     round trips fewer an interval): the same holder and figures as the savepoint's read,
-    handed to horizon() once (as of the snapshot), and kept out of the snapshot itself
-    (run.json's db_after)."""
+    handed to horizon(snapshot) once (as of that snapshot, several waiting for their rows),
+    and kept out of the snapshot itself (run.json's db_after)."""
     from openslob.engines.postgres.runner import Monitor
 
     _no_other_holder(server)
@@ -332,14 +332,16 @@ def test_the_interval_snapshot_reads_the_horizons_holder_as_a_read_of_its_own_do
             holder.execute("BEGIN")
             holder.execute("SELECT pg_current_xact_id()")
             pid = str(holder.info.backend_pid)
-            alone = monitor.horizon()  # nothing kept yet: read in its savepoint
+            alone = monitor.horizon()  # no snapshot: read in its savepoint
             snap = monitor.interval_snapshot()
+            later = monitor.interval_snapshot()  # rows come after their snapshots
             holder.execute("ROLLBACK")
-            together = monitor.horizon()  # the snapshot's, from before the ROLLBACK
-            now = monitor.horizon()  # none kept: read again, the holder gone
+            together = monitor.horizon(snap)  # the snapshot's, from before the ROLLBACK
+            again = monitor.horizon(later)  # the later snapshot's: kept too
+            now = monitor.horizon(snap)  # handed over once: read again, the holder gone
         assert "horizon" not in snap and snap["database"]
         assert together["kind"] == alone["kind"] == "session"
-        assert together["holder"] == alone["holder"] == pid
+        assert together["holder"] == alone["holder"] == again["holder"] == pid
         assert now["holder"] != pid
         for key in ("xmin", "since", "role", "application", "state"):
             assert together[key] == alone[key], key

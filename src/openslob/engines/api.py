@@ -268,9 +268,11 @@ class Monitor(Protocol):
         loops run: cheap, and without touching the data set or this database's catalogs
         (their buffer hits would count as the run's logical reads)."""
 
-    def horizon(self) -> dict[str, Any]:
+    def horizon(self, snapshot: Snapshot | None = None) -> dict[str, Any]:
         """The oldest holder of the cleanup horizon now ({kind, holder, xmin, age_xids, role,
-        application, state, since, query}) and "figures" for the time series."""
+        application, state, since, query}) and "figures" for the time series. `snapshot`:
+        the interval snapshot of the row it goes with; a monitor that read the holder with
+        that snapshot gives that reading instead of reading again."""
 
     def read_file(self, path: str) -> str | None:
         """A file of the server's host (its /proc), None where the engine cannot read one."""

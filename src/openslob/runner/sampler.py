@@ -253,7 +253,7 @@ class Sampler(threading.Thread):
             start_at=self.record.start_at or interval.start,
             end=end,
         )
-        row.update(self._horizons())
+        row.update(self._horizons(db_cur))
         if self.layers is not None:
             delta = self.layers.interval(interval.index, interval.phase == Phase.WINDOW, end)
             row.update(interval_figures(delta, float(row["seconds"])))
@@ -321,13 +321,14 @@ class Sampler(threading.Thread):
             cost_s = time.thread_time() - cpu_s
             self._checkpoint_gap_s = checkpoint_gap_s(self.checkpoint_every_s, cost_s)
 
-    def _horizons(self) -> dict[str, Any]:
-        """Who holds each instance's cleanup horizon now (its HorizonWatch); the time
-        series gets the worst figure over the instances."""
+    def _horizons(self, db_cur: Snapshots) -> dict[str, Any]:
+        """Who holds each instance's cleanup horizon (its HorizonWatch): as of the row's
+        snapshots when the monitor read it with them, else now; the time series gets the
+        worst figure over the instances."""
         now = time.time()
         figures: dict[str, Any] = {}
-        for instance, monitor in zip(self.instances, self._monitors, strict=True):
-            sample = monitor.horizon()
+        for k, (instance, monitor) in enumerate(zip(self.instances, self._monitors, strict=True)):
+            sample = monitor.horizon(db_cur[k] if k < len(db_cur) else None)
             instance.record.horizon.add(now, sample)
             for key, value in sample["figures"].items():
                 if value is not None and (figures.get(key) is None or value > figures[key]):

@@ -81,9 +81,10 @@ class Monitor:
         """The global status its rows read and the file I/O summaries: no table read."""
         return stats.take_snapshot(self.conn, interval=True)
 
-    def horizon(self) -> dict[str, Any]:
+    def horizon(self, snapshot: stats.Snapshot | None = None) -> dict[str, Any]:
         """The history list length and the oldest open transaction (horizon.oldest_holder),
-        with the time series' figure; only the figure (null) when it cannot be read."""
+        with the time series' figure; only the figure (null) when it cannot be read (always
+        read now: the interval snapshot does not read it)."""
         try:
             sample = horizon.oldest_holder(self.conn)
         except pymysql.err.MySQLError:

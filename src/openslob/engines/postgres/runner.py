@@ -67,6 +67,11 @@ class WorkSession:
     readable: Readable = field(default_factory=Readable)
 
 
+# interval snapshots whose horizon holder waits for its row: more than the most intervals
+# an answer holds (runner/batches.py) and the rows closed at once after a window
+HORIZONS_KEPT = 64
+
+
 class Monitor:
     """One sampler's connection: snapshots (whole, or per interval), wait samples.
 
@@ -91,9 +96,11 @@ class Monitor:
         self.with_statements = stats.has_statements(self.conn)
         self._task = self.conn.info.backend_pid  # from the connection's start: no query
         # the horizon's holder is read with each interval snapshot when it can be read at
-        # all (a failure inside that statement would end the monitor's transaction)
+        # all (a failure inside that statement would end the monitor's transaction), and
+        # kept by the snapshot it came with until the sampler's row asks (rows come up to
+        # RESULTS_PER_S's k intervals after their snapshots: several may wait)
         self._horizon_in_snapshot = in_transaction and bool(self._read_horizon())
-        self._horizon: dict[str, Any] | None = None  # the last interval snapshot's
+        self._horizons: dict[int, tuple[stats.Snapshot, dict[str, Any]]] = {}
 
     def server_task(self) -> int | None:
         """The backend process serving this connection."""
@@ -105,7 +112,7 @@ class Monitor:
     def interval_snapshot(self) -> stats.Snapshot:
         """pg_stat_database, pg_stat_io, pg_stat_wal, the checkpointer and the WAL position:
         shared-memory views, no table of this database read. Also who holds the horizon,
-        kept for horizon()."""
+        kept for horizon(snapshot)."""
         snap = stats.take_snapshot(
             self.conn,
             with_statements=False,
@@ -114,17 +121,20 @@ class Monitor:
         )
         sample = snap.pop("horizon", None)
         if sample is not None:
-            self._horizon = sample
+            # by the snapshot's identity, the snapshot kept with it (no id reused meanwhile);
+            # the oldest go when more wait than any row can be late
+            self._horizons[id(snap)] = (snap, sample)
+            while len(self._horizons) > HORIZONS_KEPT:
+                del self._horizons[next(iter(self._horizons))]
         return snap
 
-    def horizon(self) -> dict[str, Any]:
+    def horizon(self, snapshot: stats.Snapshot | None = None) -> dict[str, Any]:
         """Who holds the oldest xmin of the database now (horizon.oldest_holder), with the
-        time series' figure; only the figure (null) when it cannot be read. The sampler
-        asks after each interval's snapshot: the holder that snapshot read, when there is
-        one not yet taken (the same moment as the interval's counters); else read now."""
-        sample, self._horizon = self._horizon, None
-        if sample is None:
-            sample = self._read_horizon()
+        time series' figure; only the figure (null) when it cannot be read. With the
+        interval snapshot of the row: the holder that snapshot's statement read (the same
+        moment as the row's counters), else read now."""
+        kept = self._horizons.pop(id(snapshot), None) if snapshot is not None else None
+        sample = kept[1] if kept is not None and kept[0] is snapshot else self._read_horizon()
         return {**sample, "figures": {"horizon_age_xids": sample.get("age_xids")}}
 
     def _read_horizon(self) -> dict[str, Any]:

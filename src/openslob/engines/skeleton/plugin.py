@@ -112,7 +112,7 @@ class SkeletonMonitor(Monitor):
         # The cheap subset read every sampling interval: no catalog or data-set reads.
         raise NotImplementedError(TODO)
 
-    def horizon(self) -> dict[str, Any]:
+    def horizon(self, snapshot: Snapshot | None = None) -> dict[str, Any]:
         # The oldest holder of the cleanup horizon now (model/horizon.py reads it).
         return {}
 
