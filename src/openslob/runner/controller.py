@@ -106,6 +106,7 @@ class RunController:
             batches.assign(self.config, self.instances, sessions)  # before the sampler reads
             sampler.start()
             watchdog = stopping.watch(sampler)
+            calls: Calls | None = None
             try:
                 calls = Calls(
                     self.config,
@@ -122,6 +123,8 @@ class RunController:
                 await stopping.cancel_all()
             finally:
                 watchdog.cancel()
+                if calls is not None:  # what a failed window measured (_drive's own call)
+                    calls.window_totals()
         finally:
             await asyncio.gather(*(stopping.backend(s).close(s) for s in self.sessions))
             if sampler.ident is not None:  # started
@@ -184,6 +187,7 @@ class RunController:
             record.window_end = time.time()
         await asyncio.to_thread(sampler.caught_up)  # earlier rows read before "after"
         await asyncio.to_thread(snapshots.host, "host_after")
+        calls.window_totals()  # after "after": adding up the results is not measuring
         await snapshots.finish_waits(waits)
         ends = [o.window[LOOP_RESULT.ended_epoch.key] for o in record.sessions if o.window]
         record.last_op_end = max(ends) if ends else None
