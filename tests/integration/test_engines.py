@@ -740,6 +740,59 @@ def test_an_existing_mariadb_by_uri(base: Path, tmp_path: Path) -> None:
     assert verified.exit_code == 0, verified.output
 
 
+def _until_no_transaction_of(kwargs: dict[str, Any], thread: str) -> None:
+    """INNODB_TRX is a cache refreshed only once it has not been read for 0.1 s: poll slower."""
+    with pymysql.connect(**kwargs) as conn, conn.cursor() as cur:
+        for _ in range(25):
+            cur.execute(
+                "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = %s",
+                (int(thread),),
+            )
+            if cur.fetchone()[0] == 0:
+                return
+            time.sleep(0.2)
+    raise AssertionError(f"connection {thread}'s transaction is still open after 5 s")
+
+
+def test_the_mariadb_monitor_reads_purges_holder_with_its_interval_snapshot(base: Path) -> None:
+    """The monitor reads the oldest other transaction right with each interval snapshot (the
+    history length is the snapshot's own) and hands it to horizon(snapshot) once: as of that
+    snapshot, several waiting for their rows, the same holder and fields as a read of its
+    own; who the holder is (user, program) comes from a lookup made once per connection."""
+    from openslob.engines.mariadb.runner import Monitor
+
+    maria = EmbeddedMariaDB(base, "16k")
+    maria.start()
+    kwargs = maria.connect_kwargs()
+    monitor = Monitor(kwargs, "openslob-test-monitor")
+    holder = pymysql.connect(**{**kwargs, "autocommit": False}, program_name="openslob-test-holder")
+    try:
+        with holder.cursor() as cur:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        thread = str(holder.thread_id())
+        alone = monitor.horizon()  # no snapshot: read now
+        snap = monitor.interval_snapshot()
+        later = monitor.interval_snapshot()  # rows come after their snapshots
+        holder.close()  # its transaction goes once the server has ended the connection
+        _until_no_transaction_of(kwargs, thread)
+        together = monitor.horizon(snap)  # the snapshot's, from before the holder ended
+        again = monitor.horizon(later)  # the later snapshot's: kept too
+        now = monitor.horizon(snap)  # handed over once: read again, the holder gone
+    finally:
+        monitor.close()
+    assert "horizon" not in snap and snap["status"]
+    assert together["kind"] == alone["kind"] == "transaction of connection"
+    assert together["holder"] == alone["holder"] == again["holder"] == thread
+    assert now.get("holder") != thread
+    assert together["application"] == "openslob-test-holder"
+    assert together["role"] == kwargs["user"]
+    for key in ("xmin", "since", "role", "application", "state"):
+        assert together[key] == alone[key], key
+    history = snap["status"]["Innodb_history_list_length"]
+    assert together["history_length"] == int(history)
+    assert together["figures"] == {"history_length": together["history_length"]}
+
+
 def test_doctor_on_mariadb(base: Path, tmp_path: Path) -> None:
     """The same `slob doctor` reads a MariaDB's settings and privileges and says what to do."""
     maria = EmbeddedMariaDB(base, "16k")

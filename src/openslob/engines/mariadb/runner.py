@@ -23,6 +23,7 @@ import pymysql
 from pymysql.constants import COMMAND
 
 from openslob.engines.api import KeptIntervals, WaitSamples
+from openslob.engines.common.kept import BySnapshot
 from openslob.engines.common.leftovers import still_there
 from openslob.engines.common.rows import one
 from openslob.engines.mariadb import horizon, stats
@@ -69,6 +70,12 @@ class Monitor:
         self.connect_kwargs = connect_kwargs
         self.conn = connect(connect_kwargs, program_name=application_name)
         self._task = _os_thread(self.conn)
+        # the horizon's holder, read right after each interval snapshot (its history length
+        # is the snapshot's) and kept by it until the sampler's row asks; who the holders'
+        # connections are, looked up once each
+        self._horizons = BySnapshot()
+        self._who: dict[int, horizon.Who] = {}
+        self._holder_readable = True
 
     def server_task(self) -> int | None:
         """The server thread serving this connection (performance_schema's THREAD_OS_ID)."""
@@ -78,17 +85,27 @@ class Monitor:
         return stats.take_snapshot(self.conn)
 
     def interval_snapshot(self) -> stats.Snapshot:
-        """The global status its rows read and the file I/O summaries: no table read."""
-        return stats.take_snapshot(self.conn, interval=True)
+        """The global status its rows read and the file I/O summaries: no table read. Also
+        who holds purge back, kept for horizon(snapshot)."""
+        snap = stats.take_snapshot(self.conn, interval=True)
+        history = snap["status"].get("Innodb_history_list_length")
+        if history is not None and self._holder_readable:  # else read when the row asks
+            try:
+                self._horizons.put(snap, horizon.oldest_holder(self.conn, history, self._who))
+            except pymysql.err.MySQLError:  # INNODB_TRX needs PROCESS: not tried again
+                self._holder_readable = False
+        return snap
 
     def horizon(self, snapshot: stats.Snapshot | None = None) -> dict[str, Any]:
         """The history list length and the oldest open transaction (horizon.oldest_holder),
-        with the time series' figure; only the figure (null) when it cannot be read (always
-        read now: the interval snapshot does not read it)."""
-        try:
-            sample = horizon.oldest_holder(self.conn)
-        except pymysql.err.MySQLError:
-            sample = {}
+        with the time series' figure; only the figure (null) when it cannot be read. With
+        the interval snapshot of the row: what was read with it, else read now."""
+        sample = self._horizons.pop(snapshot)
+        if sample is None:
+            try:
+                sample = horizon.oldest_holder(self.conn, known=self._who)
+            except pymysql.err.MySQLError:
+                sample = {}
         return {**sample, "figures": {"history_length": sample.get("history_length")}}
 
     def read_file(self, path: str) -> str | None:

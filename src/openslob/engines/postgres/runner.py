@@ -29,6 +29,7 @@ from psycopg.conninfo import make_conninfo
 
 from openslob.engines.api import KeptIntervals, WaitSamples
 from openslob.engines.common.aio import Readable, until_ready
+from openslob.engines.common.kept import BySnapshot
 from openslob.engines.common.leftovers import still_there
 from openslob.engines.common.rows import one
 from openslob.engines.postgres import horizon, stats
@@ -67,11 +68,6 @@ class WorkSession:
     readable: Readable = field(default_factory=Readable)
 
 
-# interval snapshots whose horizon holder waits for its row: more than the most intervals
-# an answer holds (runner/batches.py) and the rows closed at once after a window
-HORIZONS_KEPT = 64
-
-
 class Monitor:
     """One sampler's connection: snapshots (whole, or per interval), wait samples.
 
@@ -100,7 +96,7 @@ class Monitor:
         # kept by the snapshot it came with until the sampler's row asks (rows come up to
         # RESULTS_PER_S's k intervals after their snapshots: several may wait)
         self._horizon_in_snapshot = in_transaction and bool(self._read_horizon())
-        self._horizons: dict[int, tuple[stats.Snapshot, dict[str, Any]]] = {}
+        self._horizons = BySnapshot()
 
     def server_task(self) -> int | None:
         """The backend process serving this connection."""
@@ -121,11 +117,7 @@ class Monitor:
         )
         sample = snap.pop("horizon", None)
         if sample is not None:
-            # by the snapshot's identity, the snapshot kept with it (no id reused meanwhile);
-            # the oldest go when more wait than any row can be late
-            self._horizons[id(snap)] = (snap, sample)
-            while len(self._horizons) > HORIZONS_KEPT:
-                del self._horizons[next(iter(self._horizons))]
+            self._horizons.put(snap, sample)
         return snap
 
     def horizon(self, snapshot: stats.Snapshot | None = None) -> dict[str, Any]:
@@ -133,8 +125,9 @@ class Monitor:
         time series' figure; only the figure (null) when it cannot be read. With the
         interval snapshot of the row: the holder that snapshot's statement read (the same
         moment as the row's counters), else read now."""
-        kept = self._horizons.pop(id(snapshot), None) if snapshot is not None else None
-        sample = kept[1] if kept is not None and kept[0] is snapshot else self._read_horizon()
+        sample = self._horizons.pop(snapshot)
+        if sample is None:
+            sample = self._read_horizon()
         return {**sample, "figures": {"horizon_age_xids": sample.get("age_xids")}}
 
     def _read_horizon(self) -> dict[str, Any]:
