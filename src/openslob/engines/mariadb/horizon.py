@@ -42,14 +42,12 @@ Who = tuple[str | None, str | None]
 
 
 def oldest_holder(
-    conn: pymysql.connections.Connection,
-    history: float | None = None,
-    known: dict[int, Who] | None = None,
+    conn: pymysql.connections.Connection, known: dict[int, Who], history: float | None = None
 ) -> dict[str, Any]:
     """{history_length, kind, holder, xmin (its trx id), role, application, state, since,
-    query}; holder fields None when no other transaction is open. `history`: the length
-    as an interval snapshot read it (Innodb_history_list_length), else read here; `known`:
-    the user and program of connections seen before (added to here)."""
+    query}; holder fields None when no other transaction is open. `known`: the user and
+    program of connections seen before (added to here); `history`: the length as an
+    interval snapshot read it (Innodb_history_list_length), else read here."""
     with conn.cursor() as cur:
         if history is None:
             cur.execute(HISTORY)
@@ -60,15 +58,14 @@ def oldest_holder(
         if trx is None:
             return {"history_length": None if history is None else int(history)}
         thread, trx_id, state, started, query = trx
-        who = (known or {}).get(thread)
+        who = known.get(thread)
         if who is None:
             cur.execute(WHO, (thread,))
             found = cur.fetchone()
             who = (found[0], found[1]) if found else (None, None)
-            if known is not None:
-                if len(known) >= WHO_KEPT:
-                    known.clear()
-                known[thread] = who
+            if len(known) >= WHO_KEPT:
+                known.clear()
+            known[thread] = who
     return {
         "history_length": None if history is None else int(history),
         "kind": "transaction of connection",

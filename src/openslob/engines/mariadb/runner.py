@@ -85,14 +85,14 @@ class Monitor:
         return stats.take_snapshot(self.conn)
 
     def interval_snapshot(self) -> stats.Snapshot:
-        """The global status its rows read and the file I/O summaries: no table read. Also
-        who holds purge back, kept for horizon(snapshot)."""
+        """The global status its rows read and the file I/O summaries (no table of the data
+        set read); then who holds purge back (INNODB_TRX), kept for horizon(snapshot)."""
         snap = stats.take_snapshot(self.conn, interval=True)
         history = snap["status"].get("Innodb_history_list_length")
         if history is not None and self._holder_readable:  # else read when the row asks
             try:
-                self._horizons.put(snap, horizon.oldest_holder(self.conn, history, self._who))
-            except pymysql.err.MySQLError:  # INNODB_TRX needs PROCESS: not tried again
+                self._horizons.put(snap, horizon.oldest_holder(self.conn, self._who, history))
+            except pymysql.err.MySQLError:  # e.g. no PROCESS for INNODB_TRX: the row reads it
                 self._holder_readable = False
         return snap
 
@@ -103,7 +103,7 @@ class Monitor:
         sample = self._horizons.pop(snapshot)
         if sample is None:
             try:
-                sample = horizon.oldest_holder(self.conn, known=self._who)
+                sample = horizon.oldest_holder(self.conn, self._who)
             except pymysql.err.MySQLError:
                 sample = {}
         return {**sample, "figures": {"history_length": sample.get("history_length")}}
