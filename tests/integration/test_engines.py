@@ -764,7 +764,19 @@ def test_the_mariadb_monitor_reads_purges_holder_with_its_interval_snapshot(base
     maria = EmbeddedMariaDB(base, "16k")
     maria.start()
     kwargs = maria.connect_kwargs()
+    # a monitor that may read INNODB_TRX (PROCESS) but not performance_schema, where the
+    # holder's program is looked up: the holder and the history length are still reported
+    with pymysql.connect(**maria.admin_kwargs()) as conn, conn.cursor() as cur:
+        cur.execute("DROP USER IF EXISTS 'trx_only'@'localhost'")
+        cur.execute("CREATE USER 'trx_only'@'localhost' IDENTIFIED BY 'trx-only-pw'")
+        cur.execute("GRANT PROCESS ON *.* TO 'trx_only'@'localhost'")
+        cur.execute(  # what its snapshots read
+            "GRANT SELECT ON performance_schema.file_summary_by_event_name"
+            " TO 'trx_only'@'localhost'"
+        )
+    narrow_kwargs = {**kwargs, "user": "trx_only", "password": "trx-only-pw"}
     monitor = Monitor(kwargs, "openslob-test-monitor")
+    narrow = Monitor(narrow_kwargs, "openslob-test-narrow")
     holder = pymysql.connect(**{**kwargs, "autocommit": False}, program_name="openslob-test-holder")
     try:
         with holder.cursor() as cur:
@@ -774,19 +786,26 @@ def test_the_mariadb_monitor_reads_purges_holder_with_its_interval_snapshot(base
         alone = monitor.horizon()  # no snapshot: read now
         snap = monitor.interval_snapshot()
         later = monitor.interval_snapshot()  # rows come after their snapshots
+        narrow_snap = narrow.interval_snapshot()
         holder.close()  # its transaction goes once the server has ended the connection
         _until_no_transaction_of(kwargs, thread)
         together = monitor.horizon(snap)  # the snapshot's, from before the holder ended
         again = monitor.horizon(later)  # the later snapshot's: kept too
         now = monitor.horizon(snap)  # handed over once: read again, the holder gone
+        narrowed = narrow.horizon(narrow_snap)
     finally:
         if holder.open:  # a failure before its close: no snapshot left open for later tests
             holder.close()
         monitor.close()
+        narrow.close()
     assert "horizon" not in snap and snap["status"]
     assert together["kind"] == alone["kind"] == "transaction of connection"
     assert together["holder"] == alone["holder"] == again["holder"] == thread
-    assert now.get("holder") != thread
+    assert now["history_length"] is not None and now.get("holder") != thread
+    # stamped when read with its snapshot, not when the row asked
+    assert together["read_epoch"] < again["read_epoch"] < time.time()
+    assert narrowed["holder"] == thread and narrowed["role"] is narrowed["application"] is None
+    assert narrowed["history_length"] == int(narrow_snap["status"]["Innodb_history_list_length"])
     assert together["application"] == "openslob-test-holder"
     assert together["role"] == kwargs["user"]
     for key in ("xmin", "since", "role", "application", "state"):

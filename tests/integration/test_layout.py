@@ -346,7 +346,11 @@ def test_the_interval_snapshot_reads_the_horizons_holder_as_a_read_of_its_own_do
         for key in ("xmin", "since", "role", "application", "state"):
             assert together[key] == alone[key], key
         assert set(together) == set(alone) == set(now)
-        assert {type(v) for k, v in together.items() if k != "figures"} <= {int, str, type(None)}
+        kinds = {type(v) for k, v in together.items() if k not in ("figures", "read_epoch")}
+        assert kinds <= {int, str, type(None)}
+        # stamped when read: with its snapshot, not when the row asked
+        stamps = [alone["read_epoch"], together["read_epoch"], again["read_epoch"]]
+        assert stamps == sorted(stamps) and stamps[-1] < now["read_epoch"]
         assert together["figures"] == {"horizon_age_xids": together["age_xids"]}
         assert isinstance(together["age_xids"], int) and together["age_xids"] >= 0
     finally:

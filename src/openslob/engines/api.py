@@ -270,9 +270,10 @@ class Monitor(Protocol):
 
     def horizon(self, snapshot: Snapshot | None = None) -> dict[str, Any]:
         """The oldest holder of the cleanup horizon now ({kind, holder, xmin, age_xids, role,
-        application, state, since, query}) and "figures" for the time series. `snapshot`:
-        the interval snapshot of the row it goes with; a monitor that read the holder with
-        that snapshot gives that reading instead of reading again."""
+        application, state, since, query}), "figures" for the time series and "read_epoch"
+        (when it was read, this host's clock). `snapshot`: the interval snapshot of the row
+        it goes with; a monitor that read the holder with that snapshot gives that reading
+        instead of reading again."""
 
     def read_file(self, path: str) -> str | None:
         """A file of the server's host (its /proc), None where the engine cannot read one."""

@@ -80,8 +80,8 @@ class HorizonWatch:
                 hold = self.holds[key] = Hold(
                     key[0], key[1], key[2], first_epoch=self._last_epoch, last_epoch=epoch
                 )
-            if hold is not None:
-                hold.last_epoch = epoch
+            if hold is not None:  # a row read now may come before later-stamped ones
+                hold.last_epoch = max(hold.last_epoch, epoch)
                 hold.samples += 1
                 hold.max_age_xids = age if age is not None else hold.max_age_xids
                 hold.info = {

@@ -340,13 +340,13 @@ class Sampler(threading.Thread):
 
     def _horizons(self, db_cur: Snapshots) -> dict[str, Any]:
         """Who holds each instance's cleanup horizon (its HorizonWatch): as of the row's
-        snapshots when the monitor read it with them, else now; the time series gets the
-        worst figure over the instances."""
+        snapshots when the monitor read it with them (stamped when read), else now; the
+        time series gets the worst figure over the instances."""
         now = time.time()
         figures: dict[str, Any] = {}
         for k, (instance, monitor) in enumerate(zip(self.instances, self._monitors, strict=True)):
             sample = monitor.horizon(db_cur[k] if k < len(db_cur) else None)
-            instance.record.horizon.add(now, sample)
+            instance.record.horizon.add(sample.get("read_epoch", now), sample)
             for key, value in sample["figures"].items():
                 if value is not None and (figures.get(key) is None or value > figures[key]):
                     figures[key] = value

@@ -5,11 +5,13 @@ moment as the row's counters, and no statement of its own at the row). The row c
 up to RESULTS_PER_S's k intervals after its snapshot (runner/batches.py), and after a window
 all its late rows close at once, so several snapshots' samples may wait. Each is kept by the
 snapshot's identity, with the snapshot itself (so no id is reused while it waits), and
-handed over once.
+handed over once, stamped with when it was read (`read_epoch`, this host's clock): a hold's
+first and last seen times are the snapshots', not the late rows'.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 # more than the most intervals an answer holds (runner/batches.py MAX_BATCH) and the rows
@@ -24,7 +26,7 @@ class BySnapshot:
         self._kept: dict[int, tuple[Any, dict[str, Any]]] = {}
 
     def put(self, snapshot: Any, sample: dict[str, Any]) -> None:
-        self._kept[id(snapshot)] = (snapshot, sample)
+        self._kept[id(snapshot)] = (snapshot, {**sample, "read_epoch": time.time()})
         while len(self._kept) > KEPT:
             del self._kept[next(iter(self._kept))]
 

@@ -9,8 +9,10 @@ import pymysql
 from openslob.model.errors import SetupError
 
 CONNECT_TIMEOUT_S = 30
-MIN_MARIADB = (10, 6)
-MIN_MYSQL = (8, 0)
+# 10.6.6: MDEV-27018 (10.6.0-10.6.5) let JSON that passes through IF() or a one-row
+# subquery lose its type, so JSON_OBJECT quoted the loop's histograms as strings
+MIN_MARIADB = (10, 6, 6)
+MIN_MYSQL = (8, 0, 0)
 
 
 def ident(*parts: str) -> str:
@@ -56,13 +58,29 @@ def server_version(conn: pymysql.connections.Connection) -> tuple[str, tuple[int
     return text, (major, minor)
 
 
-def check_version(conn: pymysql.connections.Connection) -> str:
-    text, version = server_version(conn)
+def version_triple(text: str) -> tuple[int, int, int]:
+    """(10, 11, 19) from '10.11.19-MariaDB-...' (a missing or odd patch level: 0)."""
+    parts = text.removeprefix("5.5.5-").split("-", 1)[0].split(".")
+    digits = ["".join(ch for ch in part if ch.isdigit()) or "0" for part in parts[:3]]
+    major, minor, patch = (int(d) for d in [*digits, "0", "0"][:3])
+    return major, minor, patch
+
+
+def too_old(text: str) -> str | None:
+    """Why a server of handshake version `text` cannot run openslob, else None."""
     is_mariadb = "mariadb" in text.lower()
     minimum = MIN_MARIADB if is_mariadb else MIN_MYSQL
-    if version < minimum:
-        name = "MariaDB" if is_mariadb else "MySQL"
-        raise SetupError(f"{name} {text} is too old (need {minimum[0]}.{minimum[1]} or later)")
+    if version_triple(text) >= minimum:
+        return None
+    name = "MariaDB" if is_mariadb else "MySQL"
+    return f"{name} {text} is too old (need {'.'.join(map(str, minimum))} or later)"
+
+
+def check_version(conn: pymysql.connections.Connection) -> str:
+    text, _ = server_version(conn)
+    reason = too_old(text)
+    if reason is not None:
+        raise SetupError(reason)
     return text
 
 

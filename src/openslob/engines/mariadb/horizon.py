@@ -58,14 +58,7 @@ def oldest_holder(
         if trx is None:
             return {"history_length": None if history is None else int(history)}
         thread, trx_id, state, started, query = trx
-        who = known.get(thread)
-        if who is None:
-            cur.execute(WHO, (thread,))
-            found = cur.fetchone()
-            who = (found[0], found[1]) if found else (None, None)
-            if len(known) >= WHO_KEPT:
-                known.clear()
-            known[thread] = who
+        who = known.get(thread) or _who(cur, thread, known)
     return {
         "history_length": None if history is None else int(history),
         "kind": "transaction of connection",
@@ -79,6 +72,21 @@ def oldest_holder(
         "since": str(started),
         "query": query,
     }
+
+
+def _who(cur: Any, thread: int, known: dict[int, Who]) -> Who:
+    """The user and program of connection `thread`, remembered in `known`; (None, None),
+    not remembered, when the lookup fails: the holder itself is still reported."""
+    try:
+        cur.execute(WHO, (thread,))
+        found = cur.fetchone()
+    except pymysql.err.MySQLError:
+        return (None, None)
+    who = (found[0], found[1]) if found else (None, None)
+    if len(known) >= WHO_KEPT:
+        known.clear()
+    known[thread] = who
+    return who
 
 
 def advice(holder: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -89,11 +90,15 @@ class Monitor:
         set read); then who holds purge back (INNODB_TRX), kept for horizon(snapshot)."""
         snap = stats.take_snapshot(self.conn, interval=True)
         history = snap["status"].get("Innodb_history_list_length")
-        if history is not None and self._holder_readable:  # else read when the row asks
+        if history is None:  # not in this snapshot: read when the row asks
+            return snap
+        sample = {"history_length": int(history)}  # no holder readable: the length still is
+        if self._holder_readable:
             try:
-                self._horizons.put(snap, horizon.oldest_holder(self.conn, self._who, history))
-            except pymysql.err.MySQLError:  # e.g. no PROCESS for INNODB_TRX: the row reads it
+                sample = horizon.oldest_holder(self.conn, self._who, history)
+            except pymysql.err.MySQLError:  # e.g. no PROCESS for INNODB_TRX: not tried again
                 self._holder_readable = False
+        self._horizons.put(snap, sample)
         return snap
 
     def horizon(self, snapshot: stats.Snapshot | None = None) -> dict[str, Any]:
@@ -106,6 +111,7 @@ class Monitor:
                 sample = horizon.oldest_holder(self.conn, self._who)
             except pymysql.err.MySQLError:
                 sample = {}
+            sample["read_epoch"] = time.time()
         return {**sample, "figures": {"history_length": sample.get("history_length")}}
 
     def read_file(self, path: str) -> str | None:

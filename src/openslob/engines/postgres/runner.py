@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,7 +128,7 @@ class Monitor:
         moment as the row's counters), else read now."""
         sample = self._horizons.pop(snapshot)
         if sample is None:
-            sample = self._read_horizon()
+            sample = {**self._read_horizon(), "read_epoch": time.time()}
         return {**sample, "figures": {"horizon_age_xids": sample.get("age_xids")}}
 
     def _read_horizon(self) -> dict[str, Any]:
