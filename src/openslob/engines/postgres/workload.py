@@ -5,14 +5,14 @@ tables: PL/pgSQL prepares each once per session and reuses the plan (no EXECUTE 
 string per op, pgio's cost). The hot-schema statements name user1's tables the same way.
 
 One CALL runs one sampling interval of a phase (warm-up, or the measurement window) for one
-session and returns that interval's counts and latency histograms as jsonb; the runner sends
+session and returns that interval's counts and latency histograms as json; the runner sends
 the next CALL at once (runner/intervals.py). PostgreSQL publishes a backend's I/O and
 transaction statistics only when a statement ends, so each CALL's end publishes exactly its
 interval's I/O (pg_stat_force_next_flush), and the warm-up's last CALL flushes its I/O
 before the window's "before" snapshot. With `batch` k > 1 (runner/batches.py) a CALL runs
 until its session's k-th boundary instead, keeps each earlier interval's result in the
 session's PENDING_SETTING slots (committed, so a cancel at a stop leaves them) and returns them all
-as a jsonb array: its I/O is then published every k intervals. A CALL carries on where the
+as a json array: its I/O is then published every k intervals. A CALL carries on where the
 previous one stopped:
 `op_base` continues the op counter (the every-Nth-op patterns), random() keeps its state in
 the backend, and `result.next` says what the next CALL's conf takes over.
@@ -60,7 +60,7 @@ END IF;
 """
 
 _TEMPLATE = """
-CREATE OR REPLACE PROCEDURE {proc}(p_conf jsonb, INOUT result jsonb DEFAULT NULL)
+CREATE OR REPLACE PROCEDURE {proc}(p_conf jsonb, INOUT result json DEFAULT NULL)
 LANGUAGE plpgsql AS $body$
 DECLARE
     update_pct  float8  := (p_conf->>'update_pct')::float8;
@@ -78,12 +78,12 @@ DECLARE
     b_off       bigint  := coalesce((p_conf->>'batch_offset')::bigint, 0);
     call_end    float8  := (p_conf->>'until_epoch')::float8;
     ival_op     bigint;  -- the op counter at the interval's start
-    held        jsonb[] := '{{}}';  -- the CALL's intervals before its last (the answer's head)
-    r           jsonb;
+    held        text[] := '{{}}';  -- the CALL's intervals before its last (the answer's head)
+    r           json;
     r_last      boolean;
     carry       boolean := coalesce((p_conf->>'carry')::boolean, false);
     kept        jsonb;
-    nxt         jsonb;
+    nxt         json;
     ival        bigint;
     start_e     float8  := (p_conf->>'start_epoch')::float8;
     record      boolean := (p_conf->>'record')::boolean;
@@ -118,7 +118,8 @@ DECLARE
     hot boolean; kind int; pause float8;
     t0 float8; t1 float8; us bigint; e int; idx int;
     began float8; ended float8; now_e float8; opened float8; n_release bigint := 0;
-    j_sel jsonb; j_upd jsonb; j_scan jsonb;
+    j_sel json := '{{}}'; j_upd json := '{{}}'; j_scan json := '{{}}';
+    ji_sel json; ji_upd json; ji_scan json;  -- the intended-start histograms (RATE)
 BEGIN
     IF p_conf ? 'seed' THEN
         PERFORM setseed((p_conf->>'seed')::float8);
@@ -317,29 +318,40 @@ BEGIN
         behind := greatest(least(ended, coalesce(until_e, ended)) - sched, 0);
     END IF;
     -- What the session's next CALL carries on from, kept in the server for a pipelined one.
-    nxt := jsonb_build_object(
+    nxt := json_build_object(
         {next});
     r_last := batch = 1 OR interval_s IS NULL OR until_e >= call_end - 1e-9
               OR (bounded AND op - op_base >= loops);
     -- The histograms as {{"idx": count}} of their non-empty buckets, from the buckets each
     -- has used: this runs once per interval, and a pass over all {slots} slots cost
-    -- 0.25-0.6 ms of CPU a CALL (64 sessions: 1-4 % of the host's CPU).
-    SELECT coalesce((SELECT jsonb_object_agg(i, h_sel[i + 1]) FROM unnest(t_sel) i), '{{}}'),
-           coalesce((SELECT jsonb_object_agg(i, h_upd[i + 1]) FROM unnest(t_upd) i), '{{}}'),
-           coalesce((SELECT jsonb_object_agg(i, h_scan[i + 1]) FROM unnest(t_scan) i), '{{}}')
-      INTO j_sel, j_upd, j_scan;
-    -- The interval's result: RESULT_SQL, the fields model/loop.py declares.
-    r := jsonb_build_object(
+    -- 0.25-0.6 ms of CPU a CALL (64 sessions: 1-4 % of the host's CPU). json, not jsonb
+    -- (which sorts its keys): 55 buckets took 8 us, not 18; a kind without ops runs no query.
+    IF cardinality(t_sel) > 0 THEN
+        SELECT json_object_agg(i, h_sel[i + 1]) INTO j_sel FROM unnest(t_sel) i;
+    END IF;
+    IF cardinality(t_upd) > 0 THEN
+        SELECT json_object_agg(i, h_upd[i + 1]) INTO j_upd FROM unnest(t_upd) i;
+    END IF;
+    IF cardinality(t_scan) > 0 THEN
+        SELECT json_object_agg(i, h_scan[i + 1]) INTO j_scan FROM unnest(t_scan) i;
+    END IF;
+    IF paced THEN  -- (without a query in it, the result below is a plain expression)
+        ji_sel := {sparse_sel};
+        ji_upd := {sparse_upd};
+        ji_scan := {sparse_scan};
+    END IF;
+    -- The interval's result: RESULT_SQL, the fields model/loop.py declares (json text as
+    -- built: the client parses it, the kept copy is that text).
+    r := json_build_object(
         {result});
     EXIT intervals WHEN r_last;
     -- batch > 1: the interval is kept for the CALL's answer, and in the session: a setting
     -- of its own (one of the whole batch cost ~55 us more a boundary, growing with it) and
     -- the count kept, committed: a cancel at a stop leaves them to RunBackend.pending. That
     -- COMMIT is its own_commits' 1.
-    held := held || r;
+    held := held || r::text;
     r := NULL;
-    PERFORM set_config('{pending_setting}_' || cardinality(held), held[cardinality(held)]::text,
-                       false);
+    PERFORM set_config('{pending_setting}_' || cardinality(held), held[cardinality(held)], false);
     PERFORM set_config('{pending_setting}', cardinality(held)::text, false);
     COMMIT;
     PERFORM set_config('{next_setting}', nxt::text, false);
@@ -353,9 +365,9 @@ BEGIN
     n_sel := 0; n_upd := 0; n_scan := 0; n_hot := 0; n_spot := 0; n_think := 0;
     think_s := 0; rows_sel := 0; rows_upd := 0; n_release := 0;
     busy_us := 0; behind := 0; late1 := 0; late10 := 0; max_lag := NULL;
-    h_sel := array_fill(0, ARRAY[{slots}]); t_sel := '{{}}';
-    h_upd := array_fill(0, ARRAY[{slots}]); t_upd := '{{}}';
-    h_scan := array_fill(0, ARRAY[{slots}]); t_scan := '{{}}';
+    h_sel := array_fill(0, ARRAY[{slots}]); t_sel := '{{}}'; j_sel := '{{}}';
+    h_upd := array_fill(0, ARRAY[{slots}]); t_upd := '{{}}'; j_upd := '{{}}';
+    h_scan := array_fill(0, ARRAY[{slots}]); t_scan := '{{}}'; j_scan := '{{}}';
     IF paced THEN
         h_isel := array_fill(0, ARRAY[{slots}]);
         h_iupd := array_fill(0, ARRAY[{slots}]);
@@ -368,10 +380,10 @@ BEGIN
         result := r;
     ELSE
         IF r IS NULL THEN  -- its last interval was kept before the CALL's end showed
-            r := jsonb_set(held[cardinality(held)], '{{{call_ended}}}', 'true');
+            r := jsonb_set(held[cardinality(held)]::jsonb, '{{{call_ended}}}', 'true')::json;
             held := held[1:cardinality(held) - 1];
         END IF;
-        result := to_jsonb(held || r);
+        result := ('[' || array_to_string(held || r::text, ',') || ']')::json;
         IF cardinality(held) > 0 THEN
             PERFORM set_config('{pending_setting}', '0', false);
         END IF;
@@ -417,13 +429,16 @@ def procedure_ddl(
         next_setting=sql.SQL(NEXT_SETTING),
         pending_setting=sql.SQL(PENDING_SETTING),
         call_ended=sql.SQL(LOOP_RESULT.call_ended.key),
+        sparse_sel=sql.SQL(_sparse("h_isel")),
+        sparse_upd=sql.SQL(_sparse("h_iupd")),
+        sparse_scan=sql.SQL(_sparse("h_iscan")),
     )
 
 
 def _sparse(array: str) -> str:
     """{"idx": count} of a histogram array; NULL when there is no array (closed loop)."""
     return (
-        f"CASE WHEN {array} IS NOT NULL THEN (SELECT coalesce(jsonb_object_agg(i - 1,"
+        f"CASE WHEN {array} IS NOT NULL THEN (SELECT coalesce(json_object_agg(i - 1,"
         f" {array}[i]), '{{}}') FROM generate_subscripts({array}, 1) i WHERE {array}[i] > 0) END"
     )
 
@@ -459,9 +474,9 @@ RESULT_SQL: dict[str, str | None] = {
     R.hist_select.key: "j_sel",
     R.hist_update.key: "j_upd",
     R.hist_scan.key: "j_scan",
-    R.hist_select_intended.key: _sparse("h_isel"),
-    R.hist_update_intended.key: _sparse("h_iupd"),
-    R.hist_scan_intended.key: _sparse("h_iscan"),
+    R.hist_select_intended.key: "ji_sel",
+    R.hist_update_intended.key: "ji_upd",
+    R.hist_scan_intended.key: "ji_scan",
 }
 # The result's `next` (NEXT_SETTING keeps it in the server too).
 NEXT_SQL = {
@@ -523,6 +538,13 @@ def recorded_ratios(conn: psycopg.Connection) -> dict[str, float]:
 def install_procedures(conn: psycopg.Connection, schemas: list[str]) -> None:
     ratios = recorded_ratios(conn)
     for schema in schemas:
+        # Before 2026-11-29 the answer was jsonb: a procedure of that signature would make
+        # the CALL ambiguous (an INOUT parameter is part of a procedure's identity).
+        conn.execute(
+            sql.SQL("DROP PROCEDURE IF EXISTS {}(jsonb, jsonb)").format(
+                sql.Identifier(schema, PROCEDURE)
+            )
+        )
         ddl = procedure_ddl(schema, conn.info.server_version, ratio=ratios.get(schema, 1.0))
         conn.execute(ddl)
     # Left by earlier versions, whose wait sampler was a function in this database.
