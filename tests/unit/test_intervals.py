@@ -93,6 +93,39 @@ def _new_book(sessions: list[int], end: float | None = 3.0) -> tuple[IntervalBoo
     return IntervalBook("window", Schedule(0.0, end, 1.0), sessions, closed.append_pair), closed
 
 
+def test_histograms_sent_as_pairs_of_lists_sum_like_objects_when_the_interval_closes() -> None:
+    """PostgreSQL's loop sends [[idx, ...], [count, ...]], MariaDB's {"idx": count}: an
+    interval collects the pairs and sums them once it closes, to the same buckets as the
+    objects would give (mixed forms, several instances); the results stay as they came."""
+    from openslob.model.histogram import Histogram, sparse
+
+    pair_a = {"ops_select": 3, "hist_select": [[5, 6], [2, 1]], "hist_update": None}
+    pair_b = {"ops_select": 5, "hist_select": [[6, 9], [4, 1]], "hist_update": [[7], [2]]}
+    obj_c = {"ops_select": 2, "hist_select": {"5": 1, "700": 1}, "hist_update": {}}
+    kept = copy.deepcopy([pair_a, pair_b, obj_c])
+    closed: list[Interval] = []
+    book = IntervalBook(
+        "window", Schedule(0.0, 10.0, 1.0), [1, 2, 3], lambda i, a: closed.append(i)
+    )
+    for session, result in enumerate((pair_a, pair_b, obj_c), start=1):
+        book.starting(session, 0.1)
+        book.returned(session, 0, 1, result)
+    book.returned(3, 1, 1, copy.deepcopy(pair_b))  # another instance of its own
+    assert book.open[1].results[0]["hist_select"] == {"5": 1, "700": 1}  # not summed yet
+    book.close_ready(through=1)
+    (interval,) = closed
+    assert interval.results[0]["hist_select"] == {"5": 3, "6": 5, "9": 1, "700": 1}
+    assert interval.results[0]["hist_update"] == {"7": 2}
+    assert interval.results[0]["ops_select"] == 10
+    assert interval.results[1]["hist_select"] == {"6": 4, "9": 1}
+    assert not any(interval.pairs.values()), "folded once"
+    assert [pair_a, pair_b, obj_c] == kept
+    # outside an interval (phase totals, a second CALL of a session) pairs merge as objects
+    assert merge_results(pair_a, pair_b)["hist_select"] == {"5": 2, "6": 5, "9": 1}
+    assert sparse(pair_b["hist_update"]) == {"7": 2} and sparse(None) is None
+    assert Histogram.from_json(pair_a["hist_select"]).counts == {5: 2, 6: 1}
+
+
 def test_an_interval_closes_once_every_session_covered_it_and_one_started_later() -> None:
     book, closed = _new_book([1, 2])
     assert book.starting(1, 0.0) == (1, 1.0)

@@ -9,7 +9,9 @@ most 0.8 %. Bucket index, with e = floor(log2(v)) - 6 for v >= 128:
     idx = 64·e + (v >> e)         v >= 128      (v >> e lies in [64, 128))
 
 The loop keeps counts in a 2048-slot array (up to ~2^37 µs, 38 hours) and returns the
-non-empty buckets as {"idx": count}.
+non-empty buckets as {"idx": count}, or as [[idx, ...], [count, ...]] (PostgreSQL's loop:
+the client sums those in bulk, runner/intervals.py, and parses lists of numbers for less
+than half the CPU of an object's keys). Both forms are read everywhere (sparse()).
 """
 
 from __future__ import annotations
@@ -32,6 +34,15 @@ def bucket_index(us: int) -> int:
     return min(SUB_BUCKETS * e + (us >> e), SLOTS - 1)
 
 
+def sparse(value: Mapping[str, int] | Sequence[Sequence[int]] | None) -> dict[str, int] | None:
+    """A loop histogram as {"idx": count}: the object as it is, or the [[idx, ...],
+    [count, ...]] pair of lists as one (None stays None)."""
+    if value is None or isinstance(value, Mapping):
+        return value  # type: ignore[return-value]
+    idxs, counts = value
+    return {str(i): int(n) for i, n in zip(idxs, counts, strict=True)}
+
+
 def bucket_bounds(idx: int) -> tuple[int, int]:
     """[lower, upper) in µs of one bucket."""
     if idx < LINEAR_LIMIT:
@@ -41,6 +52,15 @@ def bucket_bounds(idx: int) -> tuple[int, int]:
     return mantissa << e, (mantissa + 1) << e
 
 
+def _midpoint(idx: int) -> float:
+    """A bucket's reported value: its lower bound where it is 1 µs wide, else its middle."""
+    lower, upper = bucket_bounds(idx)
+    return lower if upper - lower == 1 else (lower + upper) / 2
+
+
+_MIDPOINTS = tuple(_midpoint(idx) for idx in range(SLOTS))
+
+
 @dataclass
 class Histogram:
     """Counts per bucket; merge by adding. Percentiles are bucket midpoints."""
@@ -48,8 +68,9 @@ class Histogram:
     counts: dict[int, int] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, sparse: Mapping[str, int] | None) -> Histogram:
-        return cls({int(k): int(v) for k, v in (sparse or {}).items() if int(v)})
+    def from_json(cls, value: Mapping[str, int] | Sequence[Sequence[int]] | None) -> Histogram:
+        """From a loop histogram in either form (sparse())."""
+        return cls({int(k): int(v) for k, v in (sparse(value) or {}).items() if int(v)})
 
     @classmethod
     def from_buckets(cls, buckets: Iterable[Sequence[int]]) -> Histogram | None:
@@ -82,14 +103,14 @@ class Histogram:
         return sum(self.counts.values())
 
     def _midpoint(self, idx: int) -> float:
-        lower, upper = bucket_bounds(idx)
-        return lower if upper - lower == 1 else (lower + upper) / 2
+        return _MIDPOINTS[idx] if 0 <= idx < SLOTS else _midpoint(idx)
 
     def mean_us(self) -> float | None:
         total = self.count
         if not total:
             return None
-        return sum(self._midpoint(i) * n for i, n in self.counts.items()) / total
+        mid = _MIDPOINTS  # a row asks every interval for each op type: a table, not arithmetic
+        return sum(mid[i] * n for i, n in self.counts.items()) / total
 
     def percentile_us(self, pct: float) -> float | None:
         """Value at or below which pct % of the ops completed (bucket midpoint)."""

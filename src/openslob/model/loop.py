@@ -183,9 +183,10 @@ class _Result:
     call_ended = ResultField(
         "call_ended", bool, SqlType.BOOLEAN, Merge.PER_CALL, "false: a streamed interval"
     )
-    hist_select = ResultField("hist_select", dict, SqlType.JSON, Merge.HISTOGRAM)
-    hist_update = ResultField("hist_update", dict, SqlType.JSON, Merge.HISTOGRAM)
-    hist_scan = ResultField("hist_scan", dict, SqlType.JSON, Merge.HISTOGRAM)
+    # {"idx": count} or [[idx, ...], [count, ...]] (model/histogram.py sparse())
+    hist_select = ResultField("hist_select", object, SqlType.JSON, Merge.HISTOGRAM)
+    hist_update = ResultField("hist_update", object, SqlType.JSON, Merge.HISTOGRAM)
+    hist_scan = ResultField("hist_scan", object, SqlType.JSON, Merge.HISTOGRAM)
     # RATE runs: the same ops timed from their intended starts (null in closed-loop runs)
     hist_select_intended = ResultField("hist_select_intended", dict, SqlType.JSON, Merge.HISTOGRAM)
     hist_update_intended = ResultField("hist_update_intended", dict, SqlType.JSON, Merge.HISTOGRAM)

@@ -322,18 +322,24 @@ BEGIN
         {next});
     r_last := batch = 1 OR interval_s IS NULL OR until_e >= call_end - 1e-9
               OR (bounded AND op - op_base >= loops);
-    -- The histograms as {{"idx": count}} of their non-empty buckets, from the buckets each
-    -- has used: this runs once per interval, and a pass over all {slots} slots cost
-    -- 0.25-0.6 ms of CPU a CALL (64 sessions: 1-4 % of the host's CPU). json, not jsonb
-    -- (which sorts its keys): 55 buckets took 8 us, not 18; a kind without ops runs no query.
+    -- The histograms as [[idx, ...], [count, ...]] of their non-empty buckets (the two
+    -- aggregates read the same rows in the same order), from the buckets each has used:
+    -- this runs once per interval, and a pass over all {slots} slots cost 0.25-0.6 ms of
+    -- CPU a CALL (64 sessions: 1-4 % of the host's CPU). Lists, not {{"idx": count}}: the
+    -- client parses and sums them for a third of the CPU (model/histogram.py). json, not
+    -- jsonb (which sorts an object's keys: 55 buckets took 18 us, not 8); a kind without
+    -- ops runs no query.
     IF cardinality(t_sel) > 0 THEN
-        SELECT json_object_agg(i, h_sel[i + 1]) INTO j_sel FROM unnest(t_sel) i;
+        SELECT json_build_array(array_agg(i), array_agg(h_sel[i + 1])) INTO j_sel
+          FROM unnest(t_sel) i;
     END IF;
     IF cardinality(t_upd) > 0 THEN
-        SELECT json_object_agg(i, h_upd[i + 1]) INTO j_upd FROM unnest(t_upd) i;
+        SELECT json_build_array(array_agg(i), array_agg(h_upd[i + 1])) INTO j_upd
+          FROM unnest(t_upd) i;
     END IF;
     IF cardinality(t_scan) > 0 THEN
-        SELECT json_object_agg(i, h_scan[i + 1]) INTO j_scan FROM unnest(t_scan) i;
+        SELECT json_build_array(array_agg(i), array_agg(h_scan[i + 1])) INTO j_scan
+          FROM unnest(t_scan) i;
     END IF;
     IF paced THEN  -- (without a query in it, the result below is a plain expression)
         ji_sel := {sparse_sel};
