@@ -23,6 +23,7 @@ from pathlib import Path
 
 import psycopg
 from _common import Bench, ints, parse_args, spread
+from psycopg import sql
 
 from openslob.model.plan import session_schemas
 from openslob.runner.execute import execute, prepare
@@ -53,6 +54,13 @@ def install(loop: types.ModuleType, bench: Bench, schemas: list[str]) -> None:
     """`loop`'s procedure in place of each schema's (checked: the schedule code is gone)."""
     with psycopg.connect(bench.server.conninfo(), autocommit=True) as conn:
         for schema in schemas:
+            # the current loop answers json, the baseline jsonb: both would make the CALL
+            # ambiguous (the next prepare drops the baseline's again)
+            conn.execute(
+                sql.SQL("DROP PROCEDURE IF EXISTS {}(jsonb, json)").format(
+                    sql.Identifier(schema, "slob_work")
+                )
+            )
             conn.execute(loop.procedure_ddl(schema, conn.info.server_version))
         installed = conn.execute(
             "SELECT prosrc FROM pg_proc WHERE proname = 'slob_work'"
