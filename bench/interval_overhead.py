@@ -29,6 +29,14 @@ The default profile keeps the data set in shared_buffers ("lio"): the ops are th
 CPU-bound, the worst case for a per-interval cost. Reads only by default: at thousands of
 UPDATEs a second every row is rewritten several times a second and the table outgrows its
 layout (the run warns, the next one refuses it), so later runs would measure another table.
+The loops' own CPU at the boundaries is server CPU no counter separates. On PostgreSQL it is
+also measured apart, first: the real procedure with its ops replaced by a histogram of
+BUCKETS buckets (what a 256-session lio interval fills), the backend's CPU (schedstat) per
+CALL of 16 intervals and of 1: a kept interval and an answer (a CALL's end and the next
+one's start with its last interval). Counted with each run's kept intervals and answers
+(run.json window.streamed, window.answers; one CALL per window answers once a session),
+that is the 4th reading of CPU per op.
+
 Goals (issue 30): time outside the loop <= 1 % of a session's time, SLOBops/s ratio >= 0.99
 and CPU per SLOBop within +1 %, at 2, 64 and 256 sessions (lio) and 4 and 64 (pio), on both
 engines (--engine mariadb: the private mariadbd, 16 KiB pages, started with --profile).
@@ -39,13 +47,17 @@ engines (--engine mariadb: the private mariadbd, 16 KiB pages, started with --pr
 
 from __future__ import annotations
 
+import json
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
+import psycopg
 from _common import Bench, ints, parse_args, spread
 
 from openslob.engines.mariadb.server import EmbeddedMariaDB
+from openslob.engines.postgres import workload
 from openslob.runner.execute import execute, prepare
 
 TARGETS = {"postgresql": None, "mariadb": "embedded-mariadb"}
@@ -79,6 +91,17 @@ def main() -> None:
     data["UPDATE_PCT"] = args.update_pct
     results = Path(tempfile.mkdtemp(prefix="interval-overhead-"))
     try:
+        boundary_us = None
+        if target is None:  # PostgreSQL: its loop's boundaries measured apart
+            prepared = prepare(bench.config(**data, SESSIONS=1), target=None, max_sessions=1,
+                               data_dir=bench.server.data_dir)  # fmt: skip
+            prepared.release()  # a data set, and the loop installed
+            boundary_us = pg_boundary_us(bench, 30 if args.quick else 300)
+            print(
+                f"interval_overhead: PostgreSQL loop's boundary, measured apart ({BUCKETS} "
+                f"buckets): kept interval {boundary_us[0]:.1f} us, answer {boundary_us[1]:.1f} us"
+                " of backend CPU"
+            )
         for n in ints(args.sessions):
             ops: dict[float, list[float]] = {1.0: [], LONG_INTERVAL_S: []}
             cpu_us: dict[float, list[float]] = {1.0: [], LONG_INTERVAL_S: []}
@@ -92,6 +115,7 @@ def main() -> None:
             extra_pct: list[float] = []
             extra_loops_pct: list[float] = []
             extra_bound_pct: list[float] = []
+            extra_counted_pct: list[float] = []
             runs: dict[float, dict] = {}
             for i in range(args.repeats):
                 for step in ops:  # alternated: A B A B ...
@@ -126,6 +150,9 @@ def main() -> None:
                     extra_pct.append(extra[0])
                     extra_loops_pct.append(extra[1])
                     extra_bound_pct.append(extra[2])
+                    counted = None if boundary_us is None else loops_counted_pct(runs, boundary_us)
+                    if counted is not None:
+                        extra_counted_pct.append(extra[0] + counted)
             ratios = [a / b for a, b in zip(ops[1.0], ops[LONG_INTERVAL_S], strict=True) if b]
             print(
                 f"interval_overhead: {n:>3} sessions ({args.engine}, {args.profile})  "
@@ -176,6 +203,12 @@ def main() -> None:
                 f"{spread(extra_loops_pct, 2)} %, as all CPU (an upper bound) "
                 f"{spread(extra_bound_pct, 2)} %   goal <= +1 %"
             )
+            if extra_counted_pct:
+                print(
+                    f"interval_overhead: {n:>3} sessions  CPU per SLOBop added, client and "
+                    "monitors with the loops' boundaries counted (measured apart) "
+                    f"{spread(extra_counted_pct, 2)} %   goal <= +1 %"
+                )
     finally:
         if maria is not None:
             maria.destroy() if bench.own else maria.stop()
@@ -206,6 +239,83 @@ def extra_cpu_pct(one_s: dict, one_call: dict, sessions: int) -> tuple[float, fl
     low_s, high_s = added_s + outside * server, added_s + outside * sessions * seconds
     pct = [cpu_s / ops / per_op_s * 100 for cpu_s in (added_s, low_s, high_s)]
     return pct[0], pct[1], pct[2]
+
+
+BUCKETS = 55  # a 256-session lio interval's select histogram: ~50-55 non-empty buckets
+
+
+def pg_boundary_us(bench: Bench, calls: int) -> tuple[float, float]:
+    """(kept interval, answer) in µs of backend CPU, medians of 3 rounds: the loop of
+    workload.procedure_ddl with its ops replaced by BUCKETS buckets of select latency, in a
+    schema of its own; the CALLs' intervals 0.1 ms long, so each boundary comes at once."""
+    schema = "openslob_boundary_probe"
+    ddl_text = ""
+    with psycopg.connect(bench.server.conninfo(), autocommit=True) as conn:
+        ddl_text = workload.procedure_ddl(schema, conn.info.server_version).as_string(conn)
+        start = ddl_text.find("    LOOP\n        -- WORK_LOOP's ops")
+        end = ddl_text.find("    ended := date_part('epoch', clock_timestamp());")
+        if start < 0 or end < 0:
+            raise SystemExit("interval_overhead: the loop's op section moved: update the probe")
+        fill_loop = (
+            f"FOR q IN 1..{BUCKETS} LOOP h_sel[300 + q] := q; t_sel := t_sel || (299 + q);"
+            " END LOOP;"
+        )
+        fill = f"    {fill_loop}\n    n_sel := {BUCKETS * 28}; op := op + {BUCKETS * 28};\n"
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        try:
+            conn.execute(ddl_text[:start] + fill + ddl_text[end:])
+            pid = conn.info.backend_pid
+
+            def cpu_us() -> float:
+                with open(f"/proc/{pid}/schedstat") as f:
+                    return int(f.read().split()[0]) / 1e3
+
+            def per_call(batch: int) -> tuple[float, int]:
+                spent, got = 0.0, 0
+                for i in range(calls):
+                    now = time.time() - 1
+                    conf = {"start_epoch": now, "until_epoch": now + 3600, "interval_s": 1e-4,
+                            "batch": batch, "batch_offset": 0, "op_base": 0, "record": True,
+                            "carry": i > 0, "rate": 0, "release_s": 0.01}  # fmt: skip
+                    before = cpu_us()
+                    answer = conn.execute(
+                        f"CALL {schema}.slob_work(%s::jsonb, NULL)", [json.dumps(conf)]
+                    ).fetchone()
+                    spent += cpu_us() - before
+                    got = len(answer[0]) if answer and isinstance(answer[0], list) else 1
+                return spent / calls, got
+
+            # the probe's own fill, measured alone, is taken out of each interval
+            conn.execute(
+                f"CREATE PROCEDURE {schema}.fill(n int) LANGUAGE plpgsql AS $f$ DECLARE"
+                " h_sel int[] := array_fill(0, ARRAY[2048]); t_sel int[] := '{}'; BEGIN"
+                f" FOR k IN 1..n LOOP {fill_loop}"
+                " h_sel := array_fill(0, ARRAY[2048]); t_sel := '{}'; END LOOP; END $f$"
+            )
+            kept, answer = [], []
+            for _ in range(3):
+                before = cpu_us()
+                conn.execute(f"CALL {schema}.fill(%s)", [calls * 4])
+                fill_us = (cpu_us() - before) / (calls * 4)
+                many, count = per_call(16)
+                one, _ = per_call(1)
+                kept.append((many - one) / max(count - 1, 1) - fill_us)
+                answer.append(one - fill_us)
+        finally:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    return statistics.median(kept), statistics.median(answer)
+
+
+def loops_counted_pct(runs: dict[float, dict], boundary_us: tuple[float, float]) -> float | None:
+    """The loops' boundary CPU the 1 s run adds, in % of its CPU per SLOBop: its kept
+    intervals and its answers beyond one per session (what one CALL per window has too)."""
+    one_s, one_call = runs[1.0], runs[LONG_INTERVAL_S]
+    window = one_s["window"]
+    kept = window.get("streamed") or 0
+    answers = (window.get("answers") or 0) - (one_call["window"].get("answers") or 0)
+    added_s = (kept * boundary_us[0] + max(answers, 0) * boundary_us[1]) / 1e6
+    server, client = one_s["metrics"].get("db_cpu_s"), one_s["client"].get("cpu_s")
+    return added_s / (server + client) * 100 if server and client is not None else None
 
 
 if __name__ == "__main__":
