@@ -55,7 +55,7 @@ def install(loop: types.ModuleType, bench: Bench, schemas: list[str]) -> None:
     with psycopg.connect(bench.server.conninfo(), autocommit=True) as conn:
         for schema in schemas:
             # the current loop answers json, the baseline jsonb: both would make the CALL
-            # ambiguous (the next prepare drops the baseline's again)
+            # run either one (the next prepare drops the baseline's again)
             conn.execute(
                 sql.SQL("DROP PROCEDURE IF EXISTS {}(jsonb, json)").format(
                     sql.Identifier(schema, "slob_work")

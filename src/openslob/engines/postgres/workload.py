@@ -544,8 +544,9 @@ def recorded_ratios(conn: psycopg.Connection) -> dict[str, float]:
 def install_procedures(conn: psycopg.Connection, schemas: list[str]) -> None:
     ratios = recorded_ratios(conn)
     for schema in schemas:
-        # Before 2026-11-29 the answer was jsonb: a procedure of that signature would make
-        # the CALL ambiguous (an INOUT parameter is part of a procedure's identity).
+        # Before 2026-11-29 the answer was jsonb: a procedure of that signature would stay
+        # beside this one (an INOUT parameter is part of a procedure's identity), and the
+        # CALL's NULL argument would run whichever PostgreSQL picks (checked: no error).
         conn.execute(
             sql.SQL("DROP PROCEDURE IF EXISTS {}(jsonb, jsonb)").format(
                 sql.Identifier(schema, PROCEDURE)
