@@ -5,59 +5,37 @@ from __future__ import annotations
 
 from openslob.engines.postgres.stats import snapshot_delta
 
+# pg_stat_io rows: (backend_type, object, reads, read_bytes, read_time, writes,
+# write_bytes, write_time, fsyncs, fsync_time) at scale 1; None: the server gives no value
+_IO_ROWS = (
+    ("client backend", "relation", 4, 32768, 2.0, 1, 8192, None, None, None),
+    ("checkpointer", "relation", None, None, None, 3, 24576, None, None, None),
+    ("client backend", "temp relation", 1, 8192, 0.5, 0, 0, None, None, None),
+    # other objects are not the data set's reads
+    ("client backend", "wal", 7, None, None, 2, None, None, 2, 1.0),
+    ("walwriter", "wal", None, None, None, 5, None, None, None, None),
+)
+_IO_COLUMNS = ("reads", "read_bytes", "read_time", "writes", "write_bytes", "write_time",
+               "fsyncs", "fsync_time")  # fmt: skip
+
 
 def _snap(scale: float, version: int = 180000) -> dict:
-    def row(backend: str, obj: str, context: str, **values: float | None) -> dict:
-        return {"backend_type": backend, "object": obj, "context": context, **values}
-
+    io = [
+        {
+            "backend_type": backend,
+            "object": obj,
+            "context": "normal",
+            **{
+                c: None if v is None else v * scale
+                for c, v in zip(_IO_COLUMNS, values, strict=True)
+            },
+        }
+        for backend, obj, *values in _IO_ROWS
+    ]
     return {
         "server_version": version,
         "database": {"xact_commit": 10 * scale, "blks_hit": 100 * scale, "blks_read": 5 * scale},
-        "io": [
-            row(
-                "client backend",
-                "relation",
-                "normal",
-                reads=4 * scale,
-                read_bytes=32768 * scale,
-                read_time=2.0 * scale,
-                writes=1 * scale,
-                write_bytes=8192 * scale,
-                write_time=None,
-            ),
-            row(
-                "checkpointer",
-                "relation",
-                "normal",
-                reads=None,
-                read_bytes=None,
-                read_time=None,
-                writes=3 * scale,
-                write_bytes=24576 * scale,
-                write_time=None,
-            ),
-            row(
-                "client backend",
-                "temp relation",
-                "normal",
-                reads=1 * scale,
-                read_bytes=8192 * scale,
-                read_time=0.5 * scale,
-                writes=0,
-                write_bytes=0,
-            ),
-            # other objects are not the data set's reads
-            row(
-                "client backend",
-                "wal",
-                "normal",
-                reads=7 * scale,
-                writes=2 * scale,
-                fsyncs=2 * scale,
-                fsync_time=1.0 * scale,
-            ),
-            row("walwriter", "wal", "normal", writes=5 * scale, fsyncs=None, fsync_time=None),
-        ],
+        "io": io,
         "wal": {"wal_bytes": 1000 * scale, "wal_records": 10 * scale, "wal_fpi": 0},
         "bgwriter": {"buffers_clean": 0},
         "checkpointer": {"num_timed": 0, "num_requested": 0, "buffers_written": 0},
