@@ -247,7 +247,7 @@ BUCKETS = 55  # a 256-session lio interval's select histogram: ~50-55 non-empty 
 def pg_boundary_us(bench: Bench, calls: int) -> tuple[float, float]:
     """(kept interval, answer) in µs of backend CPU, medians of 3 rounds: the loop of
     workload.procedure_ddl with its ops replaced by BUCKETS buckets of select latency, in a
-    schema of its own; the CALLs' intervals 0.1 ms long, so each boundary comes at once."""
+    schema of its own."""
     schema = "openslob_boundary_probe"
     ddl_text = ""
     with psycopg.connect(bench.server.conninfo(), autocommit=True) as conn:
@@ -270,36 +270,43 @@ def pg_boundary_us(bench: Bench, calls: int) -> tuple[float, float]:
                 with open(f"/proc/{pid}/schedstat") as f:
                     return int(f.read().split()[0]) / 1e3
 
-            def per_call(batch: int) -> tuple[float, int]:
+            def per_call(batch: int) -> tuple[float, float]:
+                """CPU per CALL and intervals per CALL: each CALL starts in its phase's
+                first 1 s interval and, having no ops to wait for, runs `batch` boundaries
+                at once (its clock stays in interval 1)."""
                 spent, got = 0.0, 0
                 for i in range(calls):
-                    now = time.time() - 1
-                    conf = {"start_epoch": now, "until_epoch": now + 3600, "interval_s": 1e-4,
+                    now = time.time() - 0.5
+                    conf = {"start_epoch": now, "until_epoch": now + 3600, "interval_s": 1.0,
                             "batch": batch, "batch_offset": 0, "op_base": 0, "record": True,
                             "carry": i > 0, "rate": 0, "release_s": 0.01}  # fmt: skip
                     before = cpu_us()
-                    answer = conn.execute(
-                        f"CALL {schema}.slob_work(%s::jsonb, NULL)", [json.dumps(conf)]
+                    answer = conn.execute(  # not prepared: the run's CALLs are parsed each time
+                        f"CALL {schema}.slob_work(%s::jsonb, NULL)",
+                        [json.dumps(conf)],
+                        prepare=False,
                     ).fetchone()
                     spent += cpu_us() - before
-                    got = len(answer[0]) if answer and isinstance(answer[0], list) else 1
-                return spent / calls, got
+                    got += len(answer[0]) if answer and isinstance(answer[0], list) else 1
+                return spent / calls, got / calls
 
             # the probe's own fill, measured alone, is taken out of each interval
             conn.execute(
                 f"CREATE PROCEDURE {schema}.fill(n int) LANGUAGE plpgsql AS $f$ DECLARE"
                 " h_sel int[] := array_fill(0, ARRAY[2048]); t_sel int[] := '{}'; BEGIN"
                 f" FOR k IN 1..n LOOP {fill_loop}"
-                " h_sel := array_fill(0, ARRAY[2048]); t_sel := '{}'; END LOOP; END $f$"
+                " t_sel := '{}'; END LOOP; END $f$"  # the loop's own resets are its boundary's
             )
             kept, answer = [], []
             for _ in range(3):
                 before = cpu_us()
-                conn.execute(f"CALL {schema}.fill(%s)", [calls * 4])
+                conn.execute(f"CALL {schema}.fill(%s)", [calls * 4], prepare=False)
                 fill_us = (cpu_us() - before) / (calls * 4)
                 many, count = per_call(16)
                 one, _ = per_call(1)
-                kept.append((many - one) / max(count - 1, 1) - fill_us)
+                if count < 2:
+                    raise SystemExit("interval_overhead: the probe's CALLs kept no interval")
+                kept.append((many - one) / (count - 1) - fill_us)
                 answer.append(one - fill_us)
         finally:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")

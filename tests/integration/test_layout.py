@@ -365,3 +365,33 @@ def test_read_gap_warnings_stay_quiet_below_the_noise_floor() -> None:
     cached = read_gap_warning(1000.0, 500.0, "debug_io_direct")
     assert cached is not None and "page cache is serving reads" in cached
     assert read_gap_warning(1000.0, 950.0, "debug_io_direct") is None  # within 10 %
+
+
+def test_a_kept_interval_answered_at_its_calls_end_leaves_nothing_pending(
+    fresh_dataset: EmbeddedServer,
+) -> None:
+    """batch 2: the first interval is kept (its result committed into the session for a
+    stop to fetch), then an op's think pause outlasts the CALL's end, so that kept interval
+    becomes the answer's last. Nothing may stay pending after the CALL: a stop during the
+    session's next CALL would fetch it (RunBackend.pending) and count it twice."""
+    from openslob.engines.postgres.workload import PENDING_SETTING, install_procedures
+
+    with psycopg.connect(fresh_dataset.conninfo(), autocommit=True) as conn:
+        install_procedures(conn, ["user1"])
+        (now,) = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()
+        conf = {
+            "update_pct": 0, "scan_pct": 0, "work_unit": 8, "scale": SCALE, "heavy": False,
+            "start_epoch": now + 0.05, "until_epoch": now + 10, "interval_s": 0.2,
+            "batch": 2, "batch_offset": 0, "record": True, "op_base": 0, "carry": False,
+            "hot_schema_frequency": 0, "hotspot_frequency": 0, "hotspot_first_key": 1,
+            "hotspot_last_key": 8, "think_frequency": 1, "think_min": 0.5, "think_max": 0.5,
+            "release_s": 0.01, "rate": 0, "nap_s": 0.05,
+        }  # fmt: skip
+        (answer,) = conn.execute(
+            'CALL "user1".slob_work(%s::jsonb, NULL)', [json.dumps(conf)]
+        ).fetchone()
+        (pending,) = conn.execute(f"SELECT current_setting('{PENDING_SETTING}', true)").fetchone()
+    assert isinstance(answer, list) and len(answer) == 1, answer
+    assert answer[0]["interval"] == 1 and answer[0]["call_ended"] is True
+    assert answer[0]["ops"] == 1  # the op whose pause crossed both boundaries
+    assert pending in ("0", None), pending

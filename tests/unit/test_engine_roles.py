@@ -133,24 +133,29 @@ def test_an_older_run_json_gets_its_engines_words_from_the_known_engines() -> No
 
 
 @pytest.mark.parametrize(
-    ("handshake", "refused"),
+    ("handshake", "need"),
     [
-        ("5.5.5-10.6.5-MariaDB-1:10.6.5+maria~focal", True),  # MDEV-27018: JSON quoted
-        ("10.6.6-MariaDB", False),
-        ("10.11.19-MariaDB-deb12", False),
-        ("10.5.23-MariaDB", True),
-        ("11.4.2-MariaDB-log", False),
-        ("8.0.36", False),
-        ("5.7.44-log", True),
+        ("5.5.5-10.6.5-MariaDB-1:10.6.5+maria~focal", "10.6.6"),  # MDEV-27018: JSON quoted
+        ("10.6.6-MariaDB", None),
+        ("10.11.19-MariaDB-deb12", None),
+        ("10.5.23-MariaDB", "10.6.6"),
+        ("11.4.2-MariaDB-log", None),
+        ("10.7.1-MariaDB", "10.7.2"),  # a preview before the fix
+        ("10.7.2-MariaDB", None),
+        ("10.8.0-MariaDB", "10.8.1"),
+        ("8.0.36", None),
+        ("5.7.44-log", "8.0.0"),
     ],
 )
-def test_mariadb_versions_are_checked_to_the_patch_level(handshake: str, refused: bool) -> None:
-    """MariaDB 10.6.0-10.6.5 quote JSON that passed through IF() (MDEV-27018), which the
-    loop's interval result builds: refused with the version needed, in one line."""
+def test_mariadb_versions_are_checked_to_the_patch_level(handshake: str, need: str | None) -> None:
+    """MariaDB 10.6.0-10.6.5 (and the 10.7/10.8 previews) quote JSON that passed through
+    IF() (MDEV-27018), which the loop's interval result builds: refused with the version
+    needed, in one line."""
     from openslob.engines.mariadb.connection import too_old
 
     reason = too_old(handshake)
-    assert (reason is not None) == refused, reason
-    if reason is not None:
-        assert "too old (need" in reason and "\n" not in reason
-        assert ("10.6.6" in reason) == ("MariaDB" in handshake)
+    if need is None:
+        assert reason is None, reason
+    else:
+        assert reason is not None and f"too old (need {need} or later)" in reason
+        assert "\n" not in reason

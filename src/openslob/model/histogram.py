@@ -109,8 +109,12 @@ class Histogram:
         total = self.count
         if not total:
             return None
-        mid = _MIDPOINTS  # a row asks every interval for each op type: a table, not arithmetic
-        return sum(mid[i] * n for i, n in self.counts.items()) / total
+        # a row asks every interval for each op type: a table, not arithmetic
+        mid, slots = _MIDPOINTS, SLOTS
+        return (
+            sum((mid[i] if 0 <= i < slots else _midpoint(i)) * n for i, n in self.counts.items())
+            / total
+        )
 
     def percentile_us(self, pct: float) -> float | None:
         """Value at or below which pct % of the ops completed (bucket midpoint)."""

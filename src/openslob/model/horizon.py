@@ -77,10 +77,12 @@ class HorizonWatch:
         if key == self._last:
             hold = self.holds.get(key)
             if hold is None and len(self.holds) < MAX_HOLDS:
+                first, last = sorted((self._last_epoch, epoch))
                 hold = self.holds[key] = Hold(
-                    key[0], key[1], key[2], first_epoch=self._last_epoch, last_epoch=epoch
+                    key[0], key[1], key[2], first_epoch=first, last_epoch=last
                 )
-            if hold is not None:  # a row read now may come before later-stamped ones
+            if hold is not None:  # a row read now may come before earlier-stamped ones
+                hold.first_epoch = min(hold.first_epoch, epoch)
                 hold.last_epoch = max(hold.last_epoch, epoch)
                 hold.samples += 1
                 hold.max_age_xids = age if age is not None else hold.max_age_xids

@@ -10,8 +10,11 @@ from openslob.model.errors import SetupError
 
 CONNECT_TIMEOUT_S = 30
 # 10.6.6: MDEV-27018 (10.6.0-10.6.5) let JSON that passes through IF() or a one-row
-# subquery lose its type, so JSON_OBJECT quoted the loop's histograms as strings
+# subquery lose its type, so JSON_OBJECT quoted the loop's histograms as strings. Fixed in
+# the January 2022 releases: the 10.7 and 10.8 previews before them (10.7.0-10.7.1,
+# 10.8.0) have it too.
 MIN_MARIADB = (10, 6, 6)
+FIXED_IN_SERIES = {(10, 7): 2, (10, 8): 1}
 MIN_MYSQL = (8, 0, 0)
 
 
@@ -69,8 +72,11 @@ def version_triple(text: str) -> tuple[int, int, int]:
 def too_old(text: str) -> str | None:
     """Why a server of handshake version `text` cannot run openslob, else None."""
     is_mariadb = "mariadb" in text.lower()
+    version = version_triple(text)
     minimum = MIN_MARIADB if is_mariadb else MIN_MYSQL
-    if version_triple(text) >= minimum:
+    if is_mariadb and version[:2] in FIXED_IN_SERIES:
+        minimum = (*version[:2], FIXED_IN_SERIES[version[:2]])
+    if version >= minimum:
         return None
     name = "MariaDB" if is_mariadb else "MySQL"
     return f"{name} {text} is too old (need {'.'.join(map(str, minimum))} or later)"

@@ -385,14 +385,16 @@ BEGIN
     IF batch = 1 THEN
         result := r;
     ELSE
+        -- the kept intervals are answered now: none left for RunBackend.pending (checked
+        -- before the last one is taken back, which may leave none in `held`)
+        IF cardinality(held) > 0 THEN
+            PERFORM set_config('{pending_setting}', '0', false);
+        END IF;
         IF r IS NULL THEN  -- its last interval was kept before the CALL's end showed
             r := jsonb_set(held[cardinality(held)]::jsonb, '{{{call_ended}}}', 'true')::json;
             held := held[1:cardinality(held) - 1];
         END IF;
         result := ('[' || array_to_string(held || r::text, ',') || ']')::json;
-        IF cardinality(held) > 0 THEN
-            PERFORM set_config('{pending_setting}', '0', false);
-        END IF;
     END IF;
 END
 $body$
