@@ -61,6 +61,11 @@ def _midpoint(idx: int) -> float:
 _MIDPOINTS = tuple(_midpoint(idx) for idx in range(SLOTS))
 
 
+def midpoint_us(idx: int) -> float:
+    """_midpoint from a table (a row asks every interval for each op type's mean)."""
+    return _MIDPOINTS[idx] if 0 <= idx < SLOTS else _midpoint(idx)
+
+
 @dataclass
 class Histogram:
     """Counts per bucket; merge by adding. Percentiles are bucket midpoints."""
@@ -103,18 +108,13 @@ class Histogram:
         return sum(self.counts.values())
 
     def _midpoint(self, idx: int) -> float:
-        return _MIDPOINTS[idx] if 0 <= idx < SLOTS else _midpoint(idx)
+        return midpoint_us(idx)
 
     def mean_us(self) -> float | None:
         total = self.count
         if not total:
             return None
-        # a row asks every interval for each op type: a table, not arithmetic
-        mid, slots = _MIDPOINTS, SLOTS
-        return (
-            sum((mid[i] if 0 <= i < slots else _midpoint(i)) * n for i, n in self.counts.items())
-            / total
-        )
+        return sum(midpoint_us(i) * n for i, n in self.counts.items()) / total
 
     def percentile_us(self, pct: float) -> float | None:
         """Value at or below which pct % of the ops completed (bucket midpoint)."""
@@ -135,7 +135,7 @@ class Histogram:
             while at < len(keys) - 1 and seen + counts[keys[at]] < rank:
                 seen += counts[keys[at]]
                 at += 1
-            found[pct] = self._midpoint(keys[at])
+            found[pct] = midpoint_us(keys[at])
         return [found[pct] for pct in pcts]
 
     def max_us(self) -> float | None:

@@ -54,11 +54,9 @@ def connect(kwargs: dict[str, Any], **extra: Any) -> pymysql.connections.Connect
 
 def server_version(conn: pymysql.connections.Connection) -> tuple[str, tuple[int, int]]:
     """('10.11.19-MariaDB-...', (10, 11)) from the handshake."""
-    text = conn.get_server_info()
     # MariaDB prefixes its handshake version with "5.5.5-" for old MySQL clients.
-    text = text.removeprefix("5.5.5-")
-    major, minor = (int(x) for x in text.split("-", 1)[0].split(".")[:2])
-    return text, (major, minor)
+    text = conn.get_server_info().removeprefix("5.5.5-")
+    return text, version_triple(text)[:2]
 
 
 def version_triple(text: str) -> tuple[int, int, int]:
