@@ -477,10 +477,76 @@ def test_sigterm_ends_the_run_and_counts_no_op_past_it(loaded, base: Path, tmp_p
 
 
 def _rows_add_up(run: dict[str, Any], rows: list[dict[str, str]]) -> None:
-    """The window rows hold every op the sessions' totals count."""
+    """The window rows hold every op the sessions' totals count, and so does the run's
+    rate: after a stop, statement counts (which hold the cut interval's ops) stood in for
+    the loops' on PostgreSQL, 38-179 ops above the rows in 4 tries (run.json then said the
+    loop results were lost, and the cut warning that the cut interval's ops were left out)."""
     ops = sum(s["ops_select"] + s["ops_update"] + s["ops_scan"] for s in run["sessions"])
     in_rows = sum(float(r["slobops_per_s"]) * float(r["seconds"]) for r in rows)
     assert in_rows == pytest.approx(ops, abs=len(rows)), (in_rows, ops)
+    rate = run["metrics"]["slobops_per_s"]  # rounded to 0.001, the seconds to 1 ms
+    in_run = rate * run["window"]["seconds"]
+    assert in_run == pytest.approx(ops, abs=1 + rate * 0.0005), (in_run, ops, run["notes"])
+    assert not [n for n in run["notes"] if n.startswith("op counts from")], run["notes"]
+
+
+def _end_one_loop(engine: str, base: Path) -> None:
+    """Ends the connection of one work session in its CALL, from the server's side."""
+    if engine == "mariadb":
+        with (
+            pymysql.connect(**EmbeddedMariaDB(base, "16k").connect_kwargs()) as conn,
+            conn.cursor() as cur,
+        ):
+            cur.execute(
+                "SELECT p.ID FROM information_schema.PROCESSLIST p"
+                " JOIN performance_schema.session_connect_attrs a ON a.PROCESSLIST_ID = p.ID"
+                " WHERE a.ATTR_NAME = 'program_name' AND a.ATTR_VALUE LIKE 'openslob-run %'"
+                " AND p.INFO LIKE '%`cf1`%' ORDER BY p.ID LIMIT 1"  # the loop's statement
+            )
+            (pid,) = cur.fetchone()
+            cur.execute(f"KILL CONNECTION {int(pid)}")
+        return
+    with psycopg.connect(EmbeddedServer(base).conninfo(), autocommit=True) as conn:
+        ended = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name LIKE 'openslob-run %' AND query LIKE 'CALL %'"
+            " ORDER BY pid LIMIT 1"
+        ).fetchall()
+        assert ended == [(True,)]
+
+
+def test_a_session_ended_by_the_server_fails_the_run_and_says_its_ops_are_short(
+    loaded, base: Path, tmp_path: Path
+) -> None:
+    """A work session's connection ended by the server (an operator's kill): the run fails
+    at once, and the ops its CALL had counted are lost with it. PostgreSQL's statement
+    counts then stand in for the loops' (and run.json says so); MariaDB has none, and
+    run.json warns that the op counts are low. (A stop loses no results: the SIGTERM test
+    checks that the loops' counts stand there.)"""
+    engine, cwd = loaded
+    results = tmp_path / "results"
+    proc = _start_run(engine, base, cwd, results, sessions=4, settle_s=0)
+    (run_dir,) = results.iterdir()
+    _window_rows(run_dir, at_least=2)
+    _end_one_loop(engine, base)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 1, stderr
+    assert _gone_within(engine, base, 10) == []
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["status"] == "failed" and "session " in run["error"], run["error"]
+    ops = sum(s["ops_select"] + s["ops_update"] + s["ops_scan"] for s in run["sessions"])
+    in_run = run["metrics"]["slobops_per_s"] * run["window"]["seconds"]
+    if engine == "postgresql":
+        said = [n for n in run["notes"] if n.startswith("op counts from pg_stat_statements")]
+        assert said, run["notes"]
+        assert in_run > ops, (in_run, ops)  # the lost CALL's ops are counted
+    else:
+        said = [w for w in run["warnings"] if "were lost in part" in w]
+        assert said == [
+            "the loop results of 1 session(s) were lost in part (a failed session, or a CALL "
+            "that never answered its cancel): op counts and rates are low"
+        ], run["warnings"]
+        assert in_run == pytest.approx(ops, abs=1 + run["metrics"]["slobops_per_s"] * 0.0005)
 
 
 def test_a_stop_inside_the_ops_that_began_before_a_boundary_keeps_their_row(

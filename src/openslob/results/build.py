@@ -134,11 +134,21 @@ def build_metrics(
     window = plugin.window()
     seconds = _window_seconds(record) or 0.0
     ops = _ops(record.sessions_of(index))
-    if ops is None or record.status != RunStatus.COMPLETE:
+    # a stop alone loses nothing but the interval it cut, which is left out on purpose
+    # (_cut_by_stop): statement counts, which hold that interval, stand in only for loop
+    # results that were lost (a failed session, a CALL that never answered its cancel)
+    lost = sum(o.results_lost for o in record.sessions_of(index))
+    if ops is None or lost:
         counted = window.ops_from_statements(inst.db_before, inst.db_after)
         if counted is not None and (ops is None or sum(counted.values()) > sum(ops.values())):
             ops = counted
             ops_source.append(plugin.capabilities.terms.get("ops_fallback", "statements"))
+        elif lost:
+            warnings.append(
+                f"the loop results of {lost} session(s) were lost in part (a failed session, "
+                "or a CALL that never answered its cancel): op counts and rates are low"
+                + (f" on {inst.target}" if len(record.instances) > 1 else "")
+            )
     metrics: dict[str, Any] = {}
 
     if ops is None:

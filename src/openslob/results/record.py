@@ -31,6 +31,9 @@ class SessionOutcome:
     call_gap_sum_s: float = 0.0
     call_gap_max_s: float = 0.0
     answers: int = 0  # the answers that brought them (fewer when batched: runner/batches.py)
+    # the loop counted window ops it could not send (runner/phase.py Phase._drained): its
+    # results then fall short of the window, and the database's statement counts stand in
+    results_lost: bool = False
 
     def add_call(self, result: dict[str, Any], previous_end: float | None) -> None:
         self.calls += 1

@@ -18,7 +18,6 @@ that end the phase.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import Any
 
@@ -148,7 +147,8 @@ class Calls:
                     break  # drain cancels what still runs (a cancel that missed is repeated)
         except Exception as exc:
             outcome.error = first_line(exc)
-            if not self.stopping.is_set():
+            if not self.stopping.is_set():  # not the stop's cancel: a failure
+                outcome.results_lost = True
                 self.stopping.fail(
                     RunStatus.FAILED, f"session {session.id} ({session.schema}): {outcome.error}"
                 )
@@ -206,14 +206,23 @@ class Calls:
         that a stop loses only the interval it cut."""
         instance = self.record.sessions[session.id].instance
         backend, offset = self.instances[instance].backend, self.offsets_s[instance]
-        answers = await drain(backend, session, in_flight)
+        outcome = self.record.sessions[session.id]
+        answers, answered = await drain(backend, session, in_flight)
+        # what the loop counted but never sent (a CALL still running, kept intervals that
+        # cannot be fetched; a failed CALL: _session) is lost: build_metrics then counts
+        # statements
+        lost = not answered
         # a stop: the CALL cancelled (before or by the drain) may have kept intervals
         if self.stopping.is_set() and self.instances[instance].batch > 1:
-            with contextlib.suppress(Exception):  # a dead server keeps nothing to fetch
+            try:
                 kept = await backend.pending(session)
+            except Exception:  # a dead server keeps nothing to fetch
+                lost = True
+            else:
                 answers.append(kept.results)
                 if name == Phase.WINDOW:
-                    self._own_commits(self.record.sessions[session.id], book, kept.own_commits)
+                    self._own_commits(outcome, book, kept.own_commits)
+        outcome.results_lost |= lost
         for answer in answers:
             for result in interval_results(answer):
                 left, _ = self._take(

@@ -26,11 +26,12 @@ def past(schedule: Schedule, index: int) -> bool:
     return schedule.end is not None and index >= schedule.last_index()
 
 
-async def drain(backend: Any, session: Any, in_flight: int) -> list[Answer]:
+async def drain(backend: Any, session: Any, in_flight: int) -> tuple[list[Answer], bool]:
     """The CALLs still in flight after a stop or a failure, cancelled until each has
     answered: a cancel that reaches the server before the queued CALL has started is
     lost, so it is repeated (at most DRAIN_ROUNDS times: a dead server answers none).
-    Returns the answers that came all the same (a CALL that ended before its cancel)."""
+    Returns the answers that came all the same (a CALL that ended before its cancel), and
+    whether every CALL answered (False: what one still running had counted is lost)."""
     answers: list[Answer] = []
     while in_flight > 0:
         answer = asyncio.ensure_future(backend.receive(session))
@@ -41,10 +42,10 @@ async def drain(backend: Any, session: Any, in_flight: int) -> list[Answer]:
             await asyncio.wait({answer}, timeout=DRAIN_WAIT_S)
         if not answer.done():
             answer.cancel()
-            return answers
+            return answers, False
         in_flight -= 1
         with contextlib.suppress(Exception):
             answers.append(answer.result())
             if call_goes_on(answers[-1]):
                 in_flight += 1  # a streamed interval came first: the CALL goes on
-    return answers
+    return answers, True
