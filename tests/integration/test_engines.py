@@ -245,6 +245,8 @@ def _intervals_add_up_to_the_window(
         assert took["nice"] is None and "refused" in took["reason"], took
     else:
         assert took["nice"] is None and took["reason"].startswith("not needed"), took
+    # both: no wake-up of the client preempts a session (host/priority.py)
+    assert took["policy"] == "SCHED_BATCH", took
     assert run["client"]["cpu_s"] > 0 and 0 < run["client"]["cpu_pct"] < 100
     # the snapshots', waits' and sampler's connections, each its own server task: their CPU
     # is a part of the server's (a thread's own, not its whole process's), and counted in

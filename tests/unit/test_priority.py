@@ -47,18 +47,74 @@ def test_raised_for_the_block_and_given_back() -> None:
             else:
                 assert got.autogroup_nice == priority.autogroup_nice() == priority.CLIENT_NICE
             assert got.reason is None and "nice -20" in got.note()
+            # batch threads, the other one too, at the nice just raised
+            assert got.policy == "SCHED_BATCH" and "as SCHED_BATCH" in got.note()
+            assert os.sched_getscheduler(0) == os.SCHED_BATCH
+            assert os.sched_getscheduler(seen["tid"]) == os.SCHED_BATCH
+            assert _thread_nice(seen["tid"]) == priority.CLIENT_NICE
     finally:
         stop.set()
         thread.join()
     assert os.getpriority(os.PRIO_PROCESS, 0) == nice_before
     assert priority.autogroup_nice() == group_before
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+
+
+def test_threads_of_the_server_leave_the_nice_alone_and_still_run_as_batch() -> None:
+    """MariaDB's sessions are threads of one process: no raised nice, but the client's
+    wake-ups must not preempt them either (SCHED_BATCH)."""
+    before = (os.getpriority(os.PRIO_PROCESS, 0), priority.autogroup_nice())
+    with priority.raised(True, needed=False) as got:
+        assert (os.getpriority(os.PRIO_PROCESS, 0), priority.autogroup_nice()) == before
+        assert os.sched_getscheduler(0) == os.SCHED_BATCH
+        seen: list[int] = []
+        inside = threading.Thread(target=lambda: seen.append(os.sched_getscheduler(0)))
+        inside.start()
+        inside.join()
+        assert seen == [os.SCHED_BATCH]  # a thread started in the block inherits it
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+    assert got.to_json() == {
+        "nice": None,
+        "autogroup_nice": None,
+        "reason": priority.NOT_NEEDED,
+        "policy": "SCHED_BATCH",
+    }
+    assert got.note() == (
+        f"the client ran as SCHED_BATCH, its nice as started ({priority.NOT_NEEDED})"
+    )
+
+
+def test_a_client_started_under_another_policy_keeps_it() -> None:
+    # `chrt --idle 0 slob run`: the user's choice, neither changed nor given back as OTHER
+    code = (
+        "import json, os; from openslob.host import priority\n"
+        "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
+        "with priority.raised(True, needed=False) as got:\n"
+        "    inside = os.sched_getscheduler(0)\n"
+        "print(json.dumps({'got': got.to_json(), 'note': got.note(), 'inside': inside,"
+        " 'after': os.sched_getscheduler(0), 'idle': os.SCHED_IDLE}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-"], input=code, capture_output=True, text=True, check=True, timeout=60
+    )
+    answer = json.loads(out.stdout)
+    assert answer["inside"] == answer["after"] == answer["idle"], answer
+    assert answer["got"]["policy"] is None
+    assert "its scheduling policy kept as started" in answer["got"]["reason"]
+    assert "call_gap_pct" in answer["note"]
 
 
 def test_off_leaves_the_client_as_started() -> None:
     before = (os.getpriority(os.PRIO_PROCESS, 0), priority.autogroup_nice())
     with priority.raised(False) as got:
         assert (os.getpriority(os.PRIO_PROCESS, 0), priority.autogroup_nice()) == before
-    assert got.to_json() == {"nice": None, "autogroup_nice": None, "reason": got.reason}
+        assert os.sched_getscheduler(0) == os.SCHED_OTHER
+    assert got.to_json() == {
+        "nice": None,
+        "autogroup_nice": None,
+        "reason": got.reason,
+        "policy": None,
+    }
     assert "CLIENT_PRIORITY is off" in got.note() and "call_gap_pct" in got.note()
 
 

@@ -284,8 +284,10 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "CLIENT_PRIORITY", "bool", True,
         "on: for the run the client takes nice -20 for its threads and its autogroup (root or "
-        "CAP_SYS_NICE; run.json client.priority says what it got), so that no session waits "
-        "for it where the sessions saturate the CPUs; its CPU use is the same. off: as started.",
+        "CAP_SYS_NICE; PostgreSQL, whose sessions are processes) and runs them as SCHED_BATCH "
+        "(run.json client.priority says what it got), so that no session waits for it or is "
+        "preempted by it where the sessions saturate the CPUs; its CPU use is the same. off: "
+        "as started.",
         RUN_SCOPES, slob=False, metavar="on|off", listable=False,
     ),
     # --- a cliff seen as it happens (model/cliff.py) ---
