@@ -385,9 +385,11 @@ def test_a_held_snapshot_is_measured_and_its_holder_named(
         assert repaired.exit_code == 0 and "reloaded: bloated" in repaired.output
 
 
-def _openslob_sessions(engine: str, base: Path) -> list[Any]:
-    """openslob run sessions (work loops, monitors) still connected to the server."""
+def _openslob_sessions(engine: str, base: Path, *, in_loop: bool = False) -> list[Any]:
+    """openslob run sessions (work loops, monitors) still connected to the server, as
+    (id, name); `in_loop`: only the work sessions running their loop's statements."""
     if engine == "mariadb":
+        loop = " AND p.INFO LIKE '%`cf1`%'" if in_loop else ""  # the loop's statement
         with (
             pymysql.connect(**EmbeddedMariaDB(base, "16k").connect_kwargs()) as conn,
             conn.cursor() as cur,
@@ -397,12 +399,14 @@ def _openslob_sessions(engine: str, base: Path) -> list[Any]:
                 " FROM performance_schema.session_connect_attrs a"
                 " JOIN information_schema.PROCESSLIST p ON p.ID = a.PROCESSLIST_ID"
                 " WHERE a.ATTR_NAME = 'program_name' AND a.ATTR_VALUE LIKE 'openslob-run %'"
+                f"{loop} ORDER BY a.PROCESSLIST_ID"
             )
             return list(cur.fetchall())
+    loop = " AND query LIKE 'CALL %'" if in_loop else ""
     with psycopg.connect(EmbeddedServer(base).conninfo(), autocommit=True) as conn:
         return conn.execute(
             "SELECT pid, application_name FROM pg_stat_activity"
-            " WHERE application_name LIKE 'openslob-run %'"
+            f" WHERE application_name LIKE 'openslob-run %'{loop} ORDER BY pid"
         ).fetchall()
 
 
@@ -493,28 +497,17 @@ def _rows_add_up(run: dict[str, Any], rows: list[dict[str, str]]) -> None:
 
 
 def _end_one_loop(engine: str, base: Path) -> None:
-    """Ends the connection of one work session in its CALL, from the server's side."""
+    """Ends the connection of one work session in its loop, from the server's side."""
+    (pid, _), *_ = _openslob_sessions(engine, base, in_loop=True)
     if engine == "mariadb":
         with (
             pymysql.connect(**EmbeddedMariaDB(base, "16k").connect_kwargs()) as conn,
             conn.cursor() as cur,
         ):
-            cur.execute(
-                "SELECT p.ID FROM information_schema.PROCESSLIST p"
-                " JOIN performance_schema.session_connect_attrs a ON a.PROCESSLIST_ID = p.ID"
-                " WHERE a.ATTR_NAME = 'program_name' AND a.ATTR_VALUE LIKE 'openslob-run %'"
-                " AND p.INFO LIKE '%`cf1`%' ORDER BY p.ID LIMIT 1"  # the loop's statement
-            )
-            (pid,) = cur.fetchone()
             cur.execute(f"KILL CONNECTION {int(pid)}")
         return
     with psycopg.connect(EmbeddedServer(base).conninfo(), autocommit=True) as conn:
-        ended = conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE application_name LIKE 'openslob-run %' AND query LIKE 'CALL %'"
-            " ORDER BY pid LIMIT 1"
-        ).fetchall()
-        assert ended == [(True,)]
+        assert conn.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone() == (True,)
 
 
 def test_a_session_ended_by_the_server_fails_the_run_and_says_its_ops_are_short(
