@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -520,9 +521,42 @@ def test_a_threads_cpu_is_its_own_not_its_processs() -> None:
     while os.path.exists(f"/proc/{me}/task/{tid[0]}") and time.monotonic() < gone_by:
         time.sleep(0.01)
     assert seen[tid[0]] >= 0.2, seen  # the worker's own time
-    # the main thread's, without the worker's 0.3 s (clock ticks: 10 ms steps)
+    # the main thread's, without the worker's 0.3 s
     assert seen[me] - before < mine + 0.15, (seen, before, mine)
     assert host_snapshot.tasks_cpu_seconds([tid[0]]) == {}  # gone: left out, not 0
+
+
+def test_a_tasks_cpu_is_read_to_the_microsecond_not_in_clock_ticks() -> None:
+    """A monitor's query is ~1 ms of CPU: counted in 10 ms clock ticks, a 10 s window read
+    its monitors' CPU as 0, 1 or 2 ms a second of the same work. 5 ms spun by a thread that
+    sleeps before and after (as a monitor's backend does between its queries) must read as
+    5 ms by its own clock, not 0 or 10."""
+    go, spun, done = threading.Event(), threading.Event(), threading.Event()
+    own: list[float] = []
+
+    def spin() -> None:
+        go.wait(10)
+        mine = time.thread_time()
+        while time.thread_time() - mine < 0.005:
+            pass
+        own.append(time.thread_time() - mine)
+        spun.set()
+        done.wait(10)
+
+    worker = threading.Thread(target=spin)
+    worker.start()
+    try:
+        time.sleep(0.05)  # the worker is waiting for `go`
+        task = worker.native_id or 0
+        before = host_snapshot.tasks_cpu_seconds([task])[task]
+        go.set()
+        assert spun.wait(10)
+        time.sleep(0.05)  # and for `done` again
+        spent = host_snapshot.tasks_cpu_seconds([task])[task] - before
+    finally:
+        done.set()
+        worker.join()
+    assert spent == pytest.approx(own[0], abs=0.0005), (spent, own)
 
 
 def test_tasks_cpu_delta_counts_the_tasks_read_at_both_ends() -> None:
