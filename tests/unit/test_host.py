@@ -543,15 +543,24 @@ def test_a_tasks_cpu_is_read_to_the_microsecond_not_in_clock_ticks() -> None:
         spun.set()
         done.wait(10)
 
+    def asleep(task: int) -> None:  # a running task's figure lags by up to a tick
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            stat = (host_procfs.PROC / f"self/task/{task}/stat").read_text()
+            if stat.rpartition(")")[2].split()[0] == "S":
+                return
+            time.sleep(0.001)
+        raise AssertionError(f"task {task} never slept")
+
     worker = threading.Thread(target=spin)
     worker.start()
     try:
-        time.sleep(0.05)  # the worker is waiting for `go`
         task = worker.native_id or 0
+        asleep(task)  # waiting for `go`
         before = host_snapshot.tasks_cpu_seconds([task])[task]
         go.set()
         assert spun.wait(10)
-        time.sleep(0.05)  # and for `done` again
+        asleep(task)  # and for `done`
         spent = host_snapshot.tasks_cpu_seconds([task])[task] - before
     finally:
         done.set()

@@ -157,3 +157,30 @@ def test_an_autogroup_already_raised_is_left_to_whoever_raised_it() -> None:
         assert priority.autogroup_nice() == priority.CLIENT_NICE  # still the first run's
     finally:
         priority.SELF_AUTOGROUP.write_text(f"{before}\n")
+
+
+def test_a_thread_under_another_policy_keeps_it_and_the_others_are_given_back() -> None:
+    """A thread the client started under SCHED_IDLE (the main thread SCHED_OTHER) is left
+    alone in the block and after it; the rest run as SCHED_BATCH and return to OTHER."""
+    started, stop = threading.Event(), threading.Event()
+    seen: dict[str, int] = {}
+
+    def idle() -> None:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        seen["tid"] = threading.get_native_id()
+        started.set()
+        stop.wait(10)
+
+    thread = threading.Thread(target=idle)
+    thread.start()
+    try:
+        assert started.wait(10)
+        with priority.raised(True, needed=False) as got:
+            assert got.policy == "SCHED_BATCH"
+            assert os.sched_getscheduler(seen["tid"]) == os.SCHED_IDLE
+            assert os.sched_getscheduler(0) == os.SCHED_BATCH
+        assert os.sched_getscheduler(seen["tid"]) == os.SCHED_IDLE
+        assert os.sched_getscheduler(0) == os.SCHED_OTHER
+    finally:
+        stop.set()
+        thread.join()

@@ -325,8 +325,8 @@ class RunBackend(Protocol):
     async def pending(self, session: Session) -> KeptIntervals:
         """After a stop cancelled the session's CALL (nothing in flight): the interval
         results its loop had kept for its next answer (conf `batch` > 1), fetched and
-        cleared; no results when none or the session is gone. Only with
-        Capabilities(batches_intervals=True)."""
+        cleared; no results when none, `fetched` False when they could not be read (the
+        session gone or busy). Only with Capabilities(batches_intervals=True)."""
 
     async def publish_stats(self, session: Session) -> bool:
         """Make the session publish its statistics; True when that ran one transaction."""

@@ -95,6 +95,9 @@ class KeptIntervals:
 
     results: list[dict[str, Any]]  # interval results, as the loop returns them
     own_commits: int  # transactions the fetching ran (they count in the window's commits)
+    # False: they could not be read (the connection gone or still busy): whatever the loop
+    # kept is lost, and the run counts the window's ops another way (results/build.py)
+    fetched: bool = True
 
 
 # What every private server offers (SLOB's test modes): pio, direct I/O and a small cache, the

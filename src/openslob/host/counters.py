@@ -427,12 +427,21 @@ def tasks_cpu_seconds(tasks: Iterable[int]) -> dict[int, float]:
     counted up to its last tick (the kernel updates the figure then, and when it sleeps):
     the monitors are read between their queries."""
     tasks = list(tasks)
-    if (PROC / "self/schedstat").exists():  # one source for every task and both ends
+    if _schedstat_kept():  # one source for every task and both ends
         found_ns = {task: _schedstat_ns(task) for task in tasks}
         return {task: ns / 1e9 for task, ns in found_ns.items() if ns is not None}
     tick = os.sysconf("SC_CLK_TCK")
     found = {task: read_pid_stat(task, thread=True) for task in tasks}
     return {task: (st.utime + st.stime) / tick for task, st in found.items() if st is not None}
+
+
+def _schedstat_kept() -> bool:
+    """The kernel keeps tasks' time on a CPU in schedstat: this running process has some
+    (a kernel without schedstats nor delay accounting writes "0 0 0" there)."""
+    try:
+        return int(_read_text(PROC / "self/schedstat").split()[0]) > 0
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 def _schedstat_ns(task: int) -> int | None:

@@ -71,10 +71,17 @@ class Priority:
             said += " as started"
         if self.reason:
             said += f" ({self.reason})"
-        if (self.nice is None or self.reason) and self.reason != NOT_NEEDED:
+        reasons = (self.reason or "").split("; ")
+        short = self.nice is None or any(r.startswith("autogroup nice") for r in reasons)
+        if short and NOT_NEEDED not in reasons:  # (a policy's reason is not the nice's)
             said += (
                 "; where the sessions saturate the CPUs they may wait for it between CALLs"
                 " (window.call_gap_pct)"
+            )
+        elif self.policy is None:
+            said += (
+                "; where the sessions saturate the CPUs its wake-ups may preempt them between"
+                " intervals (window.call_gap_pct)"
             )
         return said
 
@@ -109,34 +116,54 @@ def _set_autogroup(value: int) -> None:
     SELF_AUTOGROUP.write_text(f"{value}\n")
 
 
-def _set_policy(policy: int) -> None:
-    """Every thread's scheduling policy (a thread's own on Linux; new threads inherit it)."""
-    for tid in _tasks():
-        with contextlib.suppress(ProcessLookupError):
+def _set_policy(tasks: list[int], policy: int) -> None:
+    """The threads' scheduling policy (a thread's own on Linux; new threads inherit it)."""
+    for tid in tasks:
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
             os.sched_setscheduler(tid, policy, os.sched_param(0))
+
+
+def _give_back(kept: set[int]) -> None:
+    """SCHED_OTHER again for every thread but `kept` (the ones under another policy from
+    the start), each on its own: one refusal leaves the others' done."""
+    for tid in _tasks():
+        if tid not in kept:
+            with contextlib.suppress(OSError):
+                _set_policy([tid], os.SCHED_OTHER)
 
 
 @contextlib.contextmanager
 def _batch(reasons: list[str]) -> Iterator[str | None]:
     """SCHED_BATCH for the client's threads in the block, SCHED_OTHER again after it (any
-    user may switch between the two); a client started under another policy keeps it."""
-    if os.sched_getscheduler(0) != os.SCHED_OTHER:
-        reasons.append("its scheduling policy kept as started")
-        yield None
-        return
+    user may switch between the two); a client started under another policy keeps it, and
+    so does any thread of it started so."""
+    kept: set[int] = set()
+    refused = None
     try:
-        _set_policy(os.SCHED_BATCH)
+        if os.sched_getscheduler(0) == os.SCHED_OTHER:
+            kept = {tid for tid in _tasks() if _policy(tid) != os.SCHED_OTHER}
+            _set_policy([tid for tid in _tasks() if tid not in kept], os.SCHED_BATCH)
+        else:
+            refused = "its scheduling policy kept as started"
     except OSError as exc:  # a sandbox that forbids it
-        reasons.append(f"SCHED_BATCH refused ({exc.strerror})")
-        with contextlib.suppress(OSError):
-            _set_policy(os.SCHED_OTHER)
+        refused = f"SCHED_BATCH refused ({exc.strerror})"
+        _give_back(kept)
+    if refused is not None:
+        reasons.append(refused)
         yield None
         return
     try:
         yield "SCHED_BATCH"
     finally:
-        with contextlib.suppress(OSError):
-            _set_policy(os.SCHED_OTHER)
+        _give_back(kept)
+
+
+def _policy(tid: int) -> int | None:
+    """A thread's scheduling policy (None: it ended)."""
+    try:
+        return os.sched_getscheduler(tid)
+    except ProcessLookupError:
+        return None
 
 
 @contextlib.contextmanager

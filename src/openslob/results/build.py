@@ -146,7 +146,8 @@ def build_metrics(
         elif lost:
             warnings.append(
                 f"the loop results of {lost} session(s) were lost in part (a failed session, "
-                "or a CALL that never answered its cancel): op counts and rates are low"
+                "a CALL that never answered its cancel, kept intervals that could not be "
+                "fetched): op counts and rates are low"
                 + (f" on {inst.target}" if len(record.instances) > 1 else "")
             )
     metrics: dict[str, Any] = {}
@@ -511,8 +512,9 @@ def build_run_json(
     waits: Counter = Counter()
     for inst in record.instances:
         waits.update(inst.waits)
-    notes = list(record.notes) + [f"op counts from {s}" for s in dict.fromkeys(ops_source)]
     cut = _cut_by_stop(record)
+    held = " (they hold the interval the stop cut, too)" if cut else ""
+    notes = list(record.notes) + [f"op counts from {s}{held}" for s in dict.fromkeys(ops_source)]
     if cut and cut[1] < CUT_WARN_PCT:
         notes.append(cut[0])
     for entry in entries:

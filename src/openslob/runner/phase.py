@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from openslob.config.resolve import Config
+from openslob.engines.api import KeptIntervals
 from openslob.model.loop import LOOP_PARAMS, LOOP_RESULT, call_goes_on, interval_results
 from openslob.model.plan import session_seed
 from openslob.model.rate import littles_law_warning
@@ -147,8 +148,8 @@ class Calls:
                     break  # drain cancels what still runs (a cancel that missed is repeated)
         except Exception as exc:
             outcome.error = first_line(exc)
-            if not self.stopping.is_set():  # not the stop's cancel: a failure
-                outcome.results_lost = True
+            if not self.stopping.is_set():  # not the stop's cancel: a failure, whose
+                outcome.results_lost |= name == Phase.WINDOW  # running interval is lost
                 self.stopping.fail(
                     RunStatus.FAILED, f"session {session.id} ({session.schema}): {outcome.error}"
                 )
@@ -207,22 +208,26 @@ class Calls:
         instance = self.record.sessions[session.id].instance
         backend, offset = self.instances[instance].backend, self.offsets_s[instance]
         outcome = self.record.sessions[session.id]
+        # The window's intervals a loop kept (batch > 1) are lost unless fetched here: said
+        # before the awaits (a task cancelled in them, at the run's end, stops there) and
+        # taken back once they are in (a failed CALL: _session). One CALL an interval, or
+        # streamed intervals, lose nothing but the one the stop cut, which is left out
+        # anyway; build_metrics counts statements only where results were lost.
+        was = outcome.results_lost
+        keeps = self.stopping.is_set() and self.instances[instance].batch > 1
+        outcome.results_lost |= keeps and name == Phase.WINDOW
         answers, answered = await drain(backend, session, in_flight)
-        # what the loop counted but never sent (a CALL still running, kept intervals that
-        # cannot be fetched; a failed CALL: _session) is lost: build_metrics then counts
-        # statements
-        lost = not answered
-        # a stop: the CALL cancelled (before or by the drain) may have kept intervals
-        if self.stopping.is_set() and self.instances[instance].batch > 1:
+        lost = keeps and not answered  # a CALL still runs: its connection cannot be asked
+        if keeps and answered:  # a stop: the CALL cancelled (before or by the drain)
             try:
                 kept = await backend.pending(session)
-            except Exception:  # a dead server keeps nothing to fetch
-                lost = True
-            else:
-                answers.append(kept.results)
-                if name == Phase.WINDOW:
-                    self._own_commits(outcome, book, kept.own_commits)
-        outcome.results_lost |= lost
+            except Exception:  # an engine's own failure: nothing to fetch
+                kept = KeptIntervals([], 0, fetched=False)
+            lost = not kept.fetched  # the session gone
+            answers.append(kept.results)
+            if name == Phase.WINDOW:
+                self._own_commits(outcome, book, kept.own_commits)
+        outcome.results_lost = was or (lost and name == Phase.WINDOW)
         for answer in answers:
             for result in interval_results(answer):
                 left, _ = self._take(

@@ -254,15 +254,15 @@ class MariaDBRunBackend:
         completed but not yet answered (conf `batch` > 1), in order. The loop keeps them in
         the session's user variable PENDING_VARIABLE, which the kill leaves; read and
         cleared on the session's own connection, so that the stop loses only the interval
-        it cut (a second call: none). Nothing either when nothing was kept, when a CALL is
-        still in flight (its answer holds the connection), or when the connection is gone.
+        it cut (a second call: none). Nothing when nothing was kept; not fetched when a CALL
+        is still in flight (its answer holds the connection) or the connection is gone.
         No transaction: no own commit (a SELECT and a SET of a user variable)."""
         if session.in_flight > 0:
-            return KeptIntervals([], 0)
+            return KeptIntervals([], 0, fetched=False)
         try:
             kept: list[dict[str, Any]] = await self._run(self._take_pending, session)
         except (pymysql.err.MySQLError, OSError, ValueError):
-            return KeptIntervals([], 0)
+            return KeptIntervals([], 0, fetched=False)
         return KeptIntervals(kept, 0)
 
     async def publish_stats(self, session: WorkSession) -> bool:

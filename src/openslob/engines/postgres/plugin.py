@@ -162,8 +162,8 @@ class PostgresPlugin(EnginePlugin):
             "horizon": "xmin of the database",
             "direct_io": "debug_io_direct = data (PostgreSQL 16+; the private server's pio "
             "profile)",
-            "ops_fallback": "pg_stat_statements (loop results were lost: a failed session, or a "
-            "CALL that never answered its cancel)",
+            "ops_fallback": "pg_stat_statements (the loops' own counts were missing or lost in "
+            "part)",
         },
         wait_sampling=True,
         host_files=True,

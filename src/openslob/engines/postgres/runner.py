@@ -284,7 +284,7 @@ class PostgresRunBackend:
             cursor = await session.conn.execute(_PENDING_QUERY)
             row = await cursor.fetchone()
         except (psycopg.Error, OSError):
-            return KeptIntervals([], 0)
+            return KeptIntervals([], 0, fetched=False)
         return KeptIntervals(list(row[0]) if row and row[0] else [], 1)
 
     async def publish_stats(self, session: WorkSession) -> bool:
