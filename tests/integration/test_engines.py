@@ -378,11 +378,17 @@ def test_a_held_snapshot_is_measured_and_its_holder_named(
         assert lengths and max(lengths) >= history["after"] * 0.8
         assert "InnoDB history list length" in (run_dir / "report.txt").read_text()
     else:
-        grown = run["tables"]["user1.cf1"]
-        assert grown["after"]["pages"] > grown["before"]["pages"] * 1.1
-        assert [w for w in run["warnings"] if w.startswith("tables grew during the window")]
+        # the reload first: a failed check must not leave the module's data set bloated
+        # (every later PostgreSQL run of the file is then refused: 8 failures from 1)
         repaired = slob(base, cwd, "setup", "--target", TARGETS[engine], *DATA)
         assert repaired.exit_code == 0 and "reloaded: bloated" in repaired.output
+        grown = run["tables"]["user1.cf1"]
+        # ~17 versions of a hot row fit its page, so the held snapshot adds a page per
+        # ~17 updates of the 128 hot rows beyond their first page's room: at least a few
+        # hundred in 4 s, however fast the VM is that minute (+261 in a slow one, where
+        # the 10 % this asserted before was not reached)
+        assert grown["after"]["pages"] - grown["before"]["pages"] > min(updates / 34, 200)
+        assert [w for w in run["warnings"] if w.startswith("tables grew during the window")]
 
 
 def _openslob_sessions(engine: str, base: Path, *, in_loop: bool = False) -> list[Any]:
