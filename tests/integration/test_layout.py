@@ -198,8 +198,10 @@ def test_another_sessions_snapshot_is_reported_then_refused_and_repaired(
     repaired = slob("setup", *DATA)
     assert repaired.exit_code == 0
     assert "user1.cf1 reloaded: bloated" in repaired.output
+    # reloaded: back within the one-row-per-page bound. Not exactly SCALE: the load's
+    # streams insert into one table at once, and PostgreSQL 16+ extends a contended
+    # relation by several pages, one of which may stay empty (8,001 for 8,000 rows once)
     pages_after = cf1_pages(db)
-    assert pages_after["user1"] == SCALE  # reloaded
     assert all(SCALE <= pages <= max_pages(SCALE) for pages in pages_after.values())
     assert slob("verify", *DATA).exit_code == 0
 
