@@ -37,11 +37,19 @@ TARGETS = {"postgresql": "embedded", "mariadb": "embedded-mariadb"}
 DATA = ["--schemas", "2", "--scale", "4000", "--scan-table-sz", "0"]
 
 
+# `slob run` children of this module (_start_run), ended at its teardown if still running
+_RUNS: list[Any] = []
+
+
 @pytest.fixture(scope="module")
 def base() -> Iterator[Path]:
     """One directory for both private servers (PostgreSQL in it, MariaDB in mariadb-16k)."""
     path = make_base_dir("openslob-engines-")
     yield path / "data"
+    for proc in _RUNS:  # a test that failed before its run ended: it would hold the servers
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
     for args in (["--engine", "postgresql"], ["--engine", "mariadb", "--page-size", "16k"]):
         invoke("server", "destroy", "--yes", *args, "--data-dir", str(path / "data"), cwd=path)
     shutil.rmtree(path, ignore_errors=True)
@@ -301,6 +309,7 @@ def test_ctrl_c_ends_the_run_and_keeps_what_was_measured(
         "run", "--target", TARGETS[engine], *DATA, "--sessions", "2", "--warmup", "0",
         "--run-time", "60", "--results-dir", str(results), data_dir=base, cwd=cwd,
     )  # fmt: skip
+    _RUNS.append(proc)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(results.glob("*")):
         time.sleep(0.01)
@@ -435,6 +444,7 @@ def _start_run(
         "--update-pct", "20", "--warmup", str(warmup), "--run-time", str(seconds),
         "--results-dir", str(results), *extra, data_dir=base, cwd=cwd,
     )  # fmt: skip
+    _RUNS.append(proc)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(results.glob("*")):
         assert proc.poll() is None, proc.communicate()
