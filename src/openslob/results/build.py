@@ -136,7 +136,7 @@ def build_metrics(
     ops = _ops(record.sessions_of(index))
     # a stop alone loses nothing but the interval it cut, which is left out on purpose
     # (_cut_by_stop): statement counts, which hold that interval, stand in only for loop
-    # results that were lost (a failed session, a CALL that never answered its cancel)
+    # results that were lost (SessionOutcome.results_lost: runner/phase.py says when)
     lost = sum(o.results_lost for o in record.sessions_of(index))
     if ops is None or lost:
         counted = window.ops_from_statements(inst.db_before, inst.db_after)

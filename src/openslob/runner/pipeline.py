@@ -31,7 +31,8 @@ async def drain(backend: Any, session: Any, in_flight: int) -> tuple[list[Answer
     answered: a cancel that reaches the server before the queued CALL has started is
     lost, so it is repeated (at most DRAIN_ROUNDS times: a dead server answers none).
     Returns the answers that came all the same (a CALL that ended before its cancel), and
-    whether every CALL answered (False: what one still running had counted is lost)."""
+    whether every CALL answered (False: one still runs, so its connection cannot be asked
+    for what the loop kept: runner/phase.py)."""
     answers: list[Answer] = []
     while in_flight > 0:
         answer = asyncio.ensure_future(backend.receive(session))
