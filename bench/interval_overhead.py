@@ -257,7 +257,7 @@ def pg_boundary_us(bench: Bench, calls: int) -> tuple[float, float]:
         if start < 0 or end < 0:
             raise SystemExit("interval_overhead: the loop's op section moved: update the probe")
         fill_loop = (
-            f"FOR q IN 1..{BUCKETS} LOOP h_sel[300 + q] := q; t_sel := t_sel || (299 + q);"
+            f"FOR q IN 1..{BUCKETS} LOOP t_sel := t_sel || (299 + q); c_sel := c_sel || q;"
             " END LOOP;"
         )
         fill = f"    {fill_loop}\n    n_sel := {BUCKETS * 28}; op := op + {BUCKETS * 28};\n"
@@ -293,9 +293,10 @@ def pg_boundary_us(bench: Bench, calls: int) -> tuple[float, float]:
             # the probe's own fill, measured alone, is taken out of each interval
             conn.execute(
                 f"CREATE PROCEDURE {schema}.fill(n int) LANGUAGE plpgsql AS $f$ DECLARE"
-                " h_sel int[] := array_fill(0, ARRAY[2048]); t_sel int[] := '{}'; BEGIN"
+                " t_sel int[] := '{}'; c_sel int[] := '{}'; BEGIN"
                 f" FOR k IN 1..n LOOP {fill_loop}"
-                " t_sel := '{}'; END LOOP; END $f$"  # the loop's own resets are its boundary's
+                " t_sel := '{}'; c_sel := '{}'; END LOOP; END $f$"  # (the loop's own resets
+                # are its boundary's: these two are taken out with the fill)
             )
             kept, answer = [], []
             for _ in range(3):
