@@ -27,7 +27,7 @@ from openslob.model.loop import LOOP_PARAMS, LOOP_RESULT, call_goes_on, interval
 from openslob.model.plan import session_seed
 from openslob.model.rate import littles_law_warning
 from openslob.model.states import Phase, RunStatus
-from openslob.results.record import RunRecord
+from openslob.results.record import RunRecord, SessionOutcome
 from openslob.runner import clocks
 from openslob.runner.batches import batch_offset, positions
 from openslob.runner.intervals import IntervalBook, Schedule, merge_into
@@ -37,6 +37,10 @@ from openslob.runner.prepare import Notice
 from openslob.runner.record import RunInstance, first_line
 from openslob.runner.sampler import Sampler
 from openslob.runner.stopping import Stopping
+
+# the result keys read per interval result (LOOP_RESULT's fields, looked up once)
+_INTERVAL, _ENDED = LOOP_RESULT.interval.key, LOOP_RESULT.ended_epoch.key
+_OPS, _NEXT, _OWN_COMMITS = LOOP_RESULT.ops.key, LOOP_RESULT.next.key, LOOP_RESULT.own_commits.key
 
 Session = Any  # an engine's work session (RunBackend.open_session)
 
@@ -128,13 +132,9 @@ class Calls:
                 answer = await backend.receive(session)
                 if call_goes_on(answer):
                     in_flight += 1  # a streamed interval: its CALL goes on to the next
-                ended, index = None, 0
-                for result in interval_results(answer):
-                    result = clocks.to_client(result, offset)
-                    left, kept = self._take(session, name, schedule, book, result, loops, left)
-                    if kept:
-                        ended = float(result.get(LOOP_RESULT.ended_epoch.key) or time.time())
-                        index = int(result[LOOP_RESULT.interval.key])
+                left, ended, index = self._take(
+                    session, name, schedule, book, interval_results(answer), offset, loops, left
+                )
                 if ended is not None:
                     outcome.answers += name == Phase.WINDOW
                     # the CALL running now began as this one ended; the queued ones follow
@@ -169,27 +169,42 @@ class Calls:
         name: str,
         schedule: Schedule,
         book: IntervalBook,
-        result: dict[str, Any],
+        results: list[dict[str, Any]],
+        offset_s: float,
         loops: int,
         left: int,
-    ) -> tuple[int, bool]:
-        """One interval's result into the books: (WORK_LOOP's ops left, whether it was
-        kept). Not kept: a queued CALL that began with nothing left to do, or an interval
-        the stop cut (its ops are not counted; our own commits in it are)."""
-        index = result.get(LOOP_RESULT.interval.key)
-        if (
-            (loops and left <= 0)
-            or index is None
-            or past(schedule, int(index) - 1)
-            or self.stopping.cut(schedule, int(index))
-        ):
-            if name == Phase.WINDOW:
-                own = int(result.get(LOOP_RESULT.own_commits.key) or 0)
-                self._own_commits(self.record.sessions[session.id], book, own)
-            return left, False
-        self._returned(session, name, int(index), result, book, self.ends.get(session.id))
-        self.ends[session.id] = result.get(LOOP_RESULT.ended_epoch.key)
-        return left - int(result.get(LOOP_RESULT.ops.key) or 0), True
+    ) -> tuple[int, float | None, int]:
+        """An answer's interval results (the server's clock, `offset_s` from ours) into
+        the books: (WORK_LOOP's ops left, the last kept one's end and interval; None, 0:
+        none kept). Not kept: a queued CALL that began with nothing left to do, or an
+        interval the stop cut (its ops are not counted; our own commits in it are). What
+        does not change within an answer is looked up once (256 results a second at 256
+        sessions)."""
+        outcome = self.record.sessions[session.id]
+        window = name == Phase.WINDOW
+        last = schedule.last_index() if schedule.end is not None else None  # past()'s
+        previous = self.ends.get(session.id)
+        ended, index = None, 0
+        for result in results:
+            result = clocks.to_client(result, offset_s)
+            at = result.get(_INTERVAL)
+            if (
+                (loops and left <= 0)
+                or at is None
+                or (last is not None and int(at) - 1 >= last)
+                or self.stopping.cut(schedule, int(at))
+            ):
+                if window:
+                    self._own_commits(outcome, book, int(result.get(_OWN_COMMITS) or 0))
+                continue
+            index = int(at)
+            self._returned(session, outcome, window, index, result, book, previous)
+            previous = result.get(_ENDED)
+            ended = float(previous or time.time())
+            left -= int(result.get(_OPS) or 0)
+        if ended is not None:
+            self.ends[session.id] = previous
+        return left, ended, index
 
     async def _drained(
         self,
@@ -229,10 +244,9 @@ class Calls:
                 self._own_commits(outcome, book, kept.own_commits)
         outcome.results_lost = was or (lost and name == Phase.WINDOW)
         for answer in answers:
-            for result in interval_results(answer):
-                left, _ = self._take(
-                    session, name, schedule, book, clocks.to_client(result, offset), loops, left
-                )
+            left, _, _ = self._take(
+                session, name, schedule, book, interval_results(answer), offset, loops, left
+            )
 
     def _conf(self, session: Session, name: str, schedule: Schedule, left: int) -> dict[str, Any]:
         """The conf of the session's next CALL, in the server's clock. The phase's first
@@ -287,7 +301,8 @@ class Calls:
     def _returned(
         self,
         session: Session,
-        name: str,
+        outcome: SessionOutcome,
+        window: bool,
         index: int,
         result: dict[str, Any],
         book: IntervalBook,
@@ -295,15 +310,14 @@ class Calls:
     ) -> None:
         """A CALL's result into its interval, the session's phase total and the window's
         own commits; what the next phase's first CALL carries on from."""
-        outcome = self.record.sessions[session.id]
-        self.carry[session.id] = result.get(LOOP_RESULT.next.key) or {}
+        self.carry[session.id] = result.get(_NEXT) or {}
         book.returned(session.id, outcome.instance, index, result)
         # the session's phase total is added up when the session's phase ends (_total):
         # nothing reads it before (a checkpoint reads the sampler's closed intervals), and
         # a merge per result is client CPU inside the window (~25 us at 256 sessions)
         self.parts.setdefault(session.id, []).append(result)
-        if name == Phase.WINDOW:  # the loop's own transactions (released snapshots)
-            own = int(result.get(LOOP_RESULT.own_commits.key) or 0)
+        if window:  # the loop's own transactions (released snapshots)
+            own = int(result.get(_OWN_COMMITS) or 0)
             self.instances[outcome.instance].record.own_commits += own
             outcome.add_call(result, previous_end)
 
