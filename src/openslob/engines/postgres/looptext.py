@@ -223,32 +223,7 @@ BEGIN
             us := round((t1 - t0) * 1000000)::bigint;
             IF record THEN
 {bucket}
-                IF kind = 0 THEN
-                    at_b := p_sel[idx + 1];  n_sel := n_sel + 1;
-                    IF at_b > 0 THEN
-                        c_sel[at_b] := c_sel[at_b] + 1;
-                    ELSE
-                        t_sel := t_sel || idx;  c_sel := c_sel || 1;
-                        p_sel[idx + 1] := cardinality(t_sel);
-                    END IF;
-                ELSIF kind = 1 THEN
-                    at_b := p_upd[idx + 1];  n_upd := n_upd + 1;
-                    IF at_b > 0 THEN
-                        c_upd[at_b] := c_upd[at_b] + 1;
-                    ELSE
-                        t_upd := t_upd || idx;  c_upd := c_upd || 1;
-                        p_upd[idx + 1] := cardinality(t_upd);
-                    END IF;
-                ELSE
-                    at_b := p_scan[idx + 1];  n_scan := n_scan + 1;
-                    IF at_b > 0 THEN
-                        c_scan[at_b] := c_scan[at_b] + 1;
-                    ELSE
-                        t_scan := t_scan || idx;  c_scan := c_scan || 1;
-                        p_scan[idx + 1] := cardinality(t_scan);
-                    END IF;
-                END IF;
-            END IF;
+{hist_add}            END IF;
             IF paced THEN
                 busy_us := busy_us + us;
                 IF record THEN

@@ -74,6 +74,7 @@ def procedure_ddl(
         lite_set=_set_list(LITE_COLUMNS, ratio),
         slots=sql.SQL(str(SLOTS)),
         bucket=_bucket_code(indent=16),
+        hist_add=_hist_add_code(indent=16),
         late1=sql.SQL(str(LATE_1MS_US)),
         late10=sql.SQL(str(LATE_10MS_US)),
         result=sql.SQL(pair_list(result_pairs(RESULT_SQL), indent=8)),
@@ -150,6 +151,28 @@ PARAMS_NOT_READ = {
     P.guard_id.key: "as guard_lock",
     P.stream.key: "a backend publishes its I/O only when a statement ends: one CALL an interval",
 }
+
+
+# The op kinds' histograms in the loop (kind 0, 1, 2): their variables' suffix
+HIST_KINDS = ("sel", "upd", "scan")
+
+
+def _hist_add_code(indent: int) -> sql.Composable:
+    """The op's bucket `idx` into its kind's histogram: its count, or a new bucket in the
+    order first used (LOOP_TEXT declares p_*, t_* and c_*)."""
+    heads = ["IF kind = 0 THEN", "ELSIF kind = 1 THEN", "ELSE"]
+    branches = [
+        f"""{head}
+    at_b := p_{kind}[idx + 1];  n_{kind} := n_{kind} + 1;
+    IF at_b > 0 THEN
+        c_{kind}[at_b] := c_{kind}[at_b] + 1;
+    ELSE
+        t_{kind} := t_{kind} || idx;  c_{kind} := c_{kind} || 1;
+        p_{kind}[idx + 1] := cardinality(t_{kind});
+    END IF;"""
+        for head, kind in zip(heads, HIST_KINDS, strict=True)
+    ]
+    return sql.SQL(textwrap.indent("\n".join(branches) + "\nEND IF;\n", " " * indent))
 
 
 def _bucket_code(indent: int) -> sql.Composable:
