@@ -120,6 +120,31 @@ def _run(coro):
     return asyncio.run(coro)
 
 
+def test_an_interval_snapshot_reads_what_show_global_status_says(conn) -> None:
+    """The interval snapshot's status comes as one GROUP_CONCAT text of
+    information_schema (capitals): the same names, spelled as SHOW GLOBAL STATUS spells
+    them, with the same values for counters that do not move; also where the session
+    reads backslashes literally or could not hold the text (then SHOW itself)."""
+
+    def shown() -> dict[str, float]:
+        with conn.cursor() as cur:
+            cur.execute("SHOW GLOBAL STATUS" + stats.INTERVAL_STATUS)
+            rows = cur.fetchall()
+        return {k: n for k, v in rows if (n := stats._number(v)) is not None}
+
+    expected = shown()
+    assert "Innodb_page_size" in expected and "Com_commit" in expected  # not in capitals
+    for setting in (None, "sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')",
+                    "group_concat_max_len = 1024"):  # fmt: skip
+        if setting:
+            with conn.cursor() as cur:
+                cur.execute(f"SET SESSION {setting}")
+        status = stats.take_snapshot(conn, interval=True)["status"]
+        assert set(status) == set(expected), setting
+        for name in ("Innodb_page_size", "Innodb_buffer_pool_pages_total", "Com_rollback"):
+            assert status[name] == expected[name], (setting, name)
+
+
 def test_one_call_for_two_seconds_with_20_pct_updates(
     server: EmbeddedMariaDB, engine: MariaDBEngine
 ) -> None:
