@@ -120,11 +120,18 @@ def _run(coro):
     return asyncio.run(coro)
 
 
-def test_an_interval_snapshot_reads_what_show_global_status_says(conn) -> None:
+def test_an_interval_snapshot_reads_what_show_global_status_says(conn, monkeypatch) -> None:
     """The interval snapshot's status comes as one GROUP_CONCAT text of
-    information_schema (capitals): the same names, spelled as SHOW GLOBAL STATUS spells
-    them, with the same values for counters that do not move; also where the session
-    reads backslashes literally or could not hold the text (then SHOW itself)."""
+    information_schema (capitals) in the statement that reads the time: the same names,
+    spelled as SHOW GLOBAL STATUS spells them (learned once), with the same values for
+    counters that do not move; also where the session reads backslashes literally, and
+    through SHOW itself where it could not hold the text. Statements counted per snapshot."""
+    statements: list[str] = []
+    execute = pymysql.cursors.Cursor.execute
+
+    def counted(cur: Any, query: str, args: Any = None) -> Any:
+        statements.append(query.split()[0] + " " + query.split()[1])
+        return execute(cur, query, args)
 
     def shown() -> dict[str, float]:
         with conn.cursor() as cur:
@@ -134,12 +141,21 @@ def test_an_interval_snapshot_reads_what_show_global_status_says(conn) -> None:
 
     expected = shown()
     assert "Innodb_page_size" in expected and "Com_commit" in expected  # not in capitals
-    for setting in (None, "sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')",
-                    "group_concat_max_len = 1024"):  # fmt: skip
+    monkeypatch.setattr(stats, "_SPELLING", {})
+    monkeypatch.setattr(pymysql.cursors.Cursor, "execute", counted)
+    cases = [  # session setting, statements of a snapshot (SHOW: learns the spelling, or reads)
+        (None, ["SELECT UTC_TIMESTAMP(6),", "SHOW GLOBAL"]),
+        (None, ["SELECT UTC_TIMESTAMP(6),"]),
+        ("sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')", ["SELECT UTC_TIMESTAMP(6),"]),
+        ("group_concat_max_len = 1024", ["SELECT UTC_TIMESTAMP(6),", "SHOW GLOBAL"]),
+    ]
+    for setting, expected_statements in cases:
         if setting:
             with conn.cursor() as cur:
-                cur.execute(f"SET SESSION {setting}")
+                execute(cur, f"SET SESSION {setting}")
+        statements.clear()
         status = stats.take_snapshot(conn, interval=True)["status"]
+        assert statements == [*expected_statements, "SELECT EVENT_NAME,"], setting
         assert set(status) == set(expected), setting
         for name in ("Innodb_page_size", "Innodb_buffer_pool_pages_total", "Com_rollback"):
             assert status[name] == expected[name], (setting, name)

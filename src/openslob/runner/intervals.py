@@ -29,7 +29,8 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from operator import itemgetter
+from functools import reduce
+from operator import add, itemgetter
 from typing import Any
 
 import numpy as np
@@ -178,7 +179,9 @@ def merge_many(total: dict[str, Any] | None, parts: list[dict[str, Any]]) -> dic
                 out[key] = None
         elif _NUMBERS.issuperset(map(type, values)) and type(out.get(key)) in _SUMMABLE:
             old = out.get(key)
-            out[key] = sum(values, old) if old is not None else sum(values[1:], values[0])
+            # left to right, as one merge after another added them (sum() compensates
+            # float rounding from Python 3.12: another last bit)
+            out[key] = reduce(add, values, old) if old is not None else reduce(add, values)
         else:  # anything else: as merge_into would, value by value
             for value in values:
                 merge_into(out, {key: value})
@@ -349,7 +352,9 @@ class IntervalBook:
             return
         if old is None:
             batch, offset = self.due.get(session, (1, 0))
-            self._answering.setdefault(batch, {}).setdefault(offset, []).append(session)
+            group = self._answering.setdefault(batch, {}).setdefault(offset, [])
+            if session not in group:  # (a session back after it finished is there)
+                group.append(session)
         else:
             self._uncount(old)
         self.covered[session] = index

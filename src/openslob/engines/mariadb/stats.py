@@ -17,6 +17,7 @@ snapshot can be taken at any time; the loop's own CALL boundaries do not matter.
 from __future__ import annotations
 
 import datetime as dt
+import weakref
 from decimal import Decimal
 from typing import Any
 
@@ -81,35 +82,51 @@ INTERVAL_STATUS = (
 # An interval snapshot's status as one text in the same statement as its time: ~130 rows of
 # SHOW GLOBAL STATUS cost PyMySQL ~1.9 us each (take_snapshot 445 us offline, ~1 ms in a
 # 64-session run, every interval), one GROUP_CONCAT ~80 us. information_schema spells the
-# names in capitals: SHOW's spelling is learned once (_SPELLING) and kept. The separator is
-# a newline character in the literal itself (no escape: NO_BACKSLASH_ESCAPES reads the same).
+# names in capitals: SHOW's spelling is learned (_SPELLING) and kept. The separator is the
+# record separator character in the literal itself (no escape: NO_BACKSLASH_ESCAPES reads
+# the same; no status value holds it). MySQL 8 has no information_schema.GLOBAL_STATUS:
+# a connection whose statement fails reads SHOW from then on (_SHOW_ONLY).
+_SEPARATOR = "\x1e"
 _INTERVAL_SQL = (
     "SELECT UTC_TIMESTAMP(6), @@performance_schema, VERSION(), @@group_concat_max_len,"
-    " (SELECT GROUP_CONCAT(VARIABLE_NAME, '=', VARIABLE_VALUE SEPARATOR '\n')"
+    f" (SELECT GROUP_CONCAT(VARIABLE_NAME, '=', VARIABLE_VALUE SEPARATOR '{_SEPARATOR}')"
     " FROM information_schema.GLOBAL_STATUS"
     + INTERVAL_STATUS.replace("Variable_name", "VARIABLE_NAME")
     + ")"
 )
 _CONCAT_ROOM = 1 << 16  # a group_concat_max_len below this: SHOW GLOBAL STATUS (not cut)
 _SPELLING: dict[str, str] = {}  # status name in capitals -> as SHOW GLOBAL STATUS spells it
+_SHOW_ONLY: weakref.WeakSet[Any] = weakref.WeakSet()  # connections without GLOBAL_STATUS
 
 
 def _interval_status(cur: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
     """(taken_at, performance_schema on, version, {name: value}) of an interval snapshot:
-    one round trip, unless the server's group_concat_max_len could cut the text."""
-    cur.execute(_INTERVAL_SQL)
-    taken_at, ps_on, version, room, text = one(cur.fetchone())
+    one round trip, unless the server's group_concat_max_len could cut the text or it has
+    no information_schema.GLOBAL_STATUS."""
+    text, room = None, 0
+    if cur.connection not in _SHOW_ONLY:
+        try:
+            cur.execute(_INTERVAL_SQL)
+            taken_at, ps_on, version, room, text = one(cur.fetchone())
+        except pymysql.err.MySQLError:
+            _SHOW_ONLY.add(cur.connection)
     if text is None or int(room) < _CONCAT_ROOM:
-        cur.execute("SHOW GLOBAL STATUS" + INTERVAL_STATUS)
-        return taken_at, ps_on, version, dict(cur.fetchall())
+        if cur.connection in _SHOW_ONLY:
+            cur.execute("SELECT UTC_TIMESTAMP(6), @@performance_schema, VERSION()")
+            taken_at, ps_on, version = one(cur.fetchone())
+        return taken_at, ps_on, version, _shown(cur)
     if isinstance(text, bytes):
         text = text.decode()
-    raw = dict(line.split("=", 1) for line in text.split("\n"))
+    raw = dict(item.partition("=")[::2] for item in text.split(_SEPARATOR) if "=" in item)
     if any(name not in _SPELLING for name in raw):  # a name not seen yet: SHOW's spelling
-        cur.execute("SHOW GLOBAL STATUS" + INTERVAL_STATUS)
-        _SPELLING.update((name.upper(), name) for name, _ in cur.fetchall())
-        _SPELLING.update((name, name) for name in raw if name not in _SPELLING)
+        _SPELLING.update((name.upper(), name) for name in _shown(cur))
+    # (a name SHOW did not know a moment later keeps its capitals, this time only)
     return taken_at, ps_on, version, {_SPELLING.get(k) or k: v for k, v in raw.items()}
+
+
+def _shown(cur: Any) -> dict[str, Any]:
+    cur.execute("SHOW GLOBAL STATUS" + INTERVAL_STATUS)
+    return dict(cur.fetchall())
 
 
 def take_snapshot(conn: pymysql.connections.Connection, *, interval: bool = False) -> Snapshot:
