@@ -141,8 +141,9 @@ def _batch(reasons: list[str]) -> Iterator[str | None]:
     refused = None
     try:
         if os.sched_getscheduler(0) == os.SCHED_OTHER:
-            kept = {tid for tid in _tasks() if _policy(tid) != os.SCHED_OTHER}
-            _set_policy([tid for tid in _tasks() if tid not in kept], os.SCHED_BATCH)
+            tasks = _tasks()
+            kept = {tid for tid in tasks if _policy(tid) != os.SCHED_OTHER}
+            _set_policy([tid for tid in tasks if tid not in kept], os.SCHED_BATCH)
         else:
             refused = "its scheduling policy kept as started"
     except OSError as exc:  # a sandbox that forbids it

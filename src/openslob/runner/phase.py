@@ -182,7 +182,6 @@ class Calls:
         sessions)."""
         outcome = self.record.sessions[session.id]
         window = name == Phase.WINDOW
-        last = schedule.last_index() if schedule.end is not None else None  # past()'s
         previous = self.ends.get(session.id)
         ended, index = None, 0
         for result in results:
@@ -191,7 +190,7 @@ class Calls:
             if (
                 (loops and left <= 0)
                 or at is None
-                or (last is not None and int(at) - 1 >= last)
+                or past(schedule, int(at) - 1)
                 or self.stopping.cut(schedule, int(at))
             ):
                 if window:

@@ -112,20 +112,26 @@ def _interval_status(cur: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
             _SHOW_ONLY.add(cur.connection)
     if text is None or int(room) < _CONCAT_ROOM:
         if cur.connection in _SHOW_ONLY:
-            cur.execute("SELECT UTC_TIMESTAMP(6), @@performance_schema, VERSION()")
-            taken_at, ps_on, version = one(cur.fetchone())
-        return taken_at, ps_on, version, _shown(cur)
+            taken_at, ps_on, version = _clock(cur)
+        return taken_at, ps_on, version, _shown(cur, INTERVAL_STATUS)
     if isinstance(text, bytes):
         text = text.decode()
     raw = dict(item.partition("=")[::2] for item in text.split(_SEPARATOR) if "=" in item)
     if any(name not in _SPELLING for name in raw):  # a name not seen yet: SHOW's spelling
-        _SPELLING.update((name.upper(), name) for name in _shown(cur))
+        _SPELLING.update((name.upper(), name) for name in _shown(cur, INTERVAL_STATUS))
     # (a name SHOW did not know a moment later keeps its capitals, this time only)
     return taken_at, ps_on, version, {_SPELLING.get(k) or k: v for k, v in raw.items()}
 
 
-def _shown(cur: Any) -> dict[str, Any]:
-    cur.execute("SHOW GLOBAL STATUS" + INTERVAL_STATUS)
+def _clock(cur: Any) -> tuple[Any, Any, Any]:
+    """(the server's time, performance_schema on, its version)."""
+    cur.execute("SELECT UTC_TIMESTAMP(6), @@performance_schema, VERSION()")
+    return one(cur.fetchone())
+
+
+def _shown(cur: Any, where: str = "") -> dict[str, Any]:
+    """SHOW GLOBAL STATUS (`where`: a WHERE clause of it) as {name: value}."""
+    cur.execute("SHOW GLOBAL STATUS" + where)
     return dict(cur.fetchall())
 
 
@@ -136,10 +142,8 @@ def take_snapshot(conn: pymysql.connections.Connection, *, interval: bool = Fals
         if interval:
             taken_at, ps_on, version, raw = _interval_status(cur)
         else:
-            cur.execute("SELECT UTC_TIMESTAMP(6), @@performance_schema, VERSION()")
-            taken_at, ps_on, version = one(cur.fetchone())
-            cur.execute("SHOW GLOBAL STATUS")
-            raw = dict(cur.fetchall())
+            taken_at, ps_on, version = _clock(cur)
+            raw = _shown(cur)
         status = {name: n for name, value in raw.items() if (n := _number(value)) is not None}
         status.update(galera_stats.latency_fields(raw))
         files = None
