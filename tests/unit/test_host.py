@@ -362,6 +362,46 @@ def test_written_bytes_show_in_device_counters(var_tmp_dir: Path) -> None:
     assert m["device_writes_per_s"] > 0
 
 
+def test_a_runs_host_reader_reads_its_open_files_afresh(
+    var_tmp_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LocalHost keeps /proc's files open for a run: each call must read them anew (the
+    written bytes show), the whole of a file longer than one read, only the run's devices,
+    and close() must give the descriptors back."""
+    names = _devices_or_skip(var_tmp_dir)
+    fds_before = set(os.listdir("/proc/self/fd"))
+    reader = host_snapshot.LocalHost([*names, "no-such-device"])
+    monkeypatch.setattr(host_snapshot, "PREAD_BYTES", 7)  # every file in many pieces
+    before = reader()
+    assert set(before.disks) == set(names)
+    fresh = host_snapshot.take_snapshot(names)
+    assert before.proc_stat.cpus == fresh.proc_stat.cpus
+    assert (before.pressure is None) == (fresh.pressure is None)
+    written = _write_32_mib(var_tmp_dir / "data")
+    after = reader()
+    sectors = sum(after.disks[n].sectors_written - before.disks[n].sectors_written for n in names)
+    assert sectors * host_procfs.SECTOR_BYTES >= written
+    assert after.proc_stat.ctxt > before.proc_stat.ctxt
+    assert after.client_cpu_seconds >= before.client_cpu_seconds
+    m = host_snapshot.host_delta(before, after)
+    assert m["device_writes_per_s"] > 0 and m["cpu_busy_pct"] is not None
+    assert len(set(os.listdir("/proc/self/fd")) - fds_before) >= 2  # kept open
+    reader.close()
+    assert set(os.listdir("/proc/self/fd")) == fds_before
+
+
+def test_a_runs_host_reader_without_a_file() -> None:
+    """A /proc file the reader cannot open is None from then on (no PSI); /proc/stat or
+    /proc/diskstats missing is an error, as for take_snapshot."""
+    reader = host_snapshot.LocalHost([])
+    assert reader._text("pressure/no-such-resource") is None
+    assert reader._fds["pressure/no-such-resource"] is None
+    reader._fds["stat"] = None
+    with pytest.raises(OSError, match="/proc/stat"):
+        reader()
+    reader.close()
+
+
 BUSY_CHILD = """
 import sys, time
 print("ready", flush=True)

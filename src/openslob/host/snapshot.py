@@ -30,11 +30,13 @@ from openslob.host.counters import (
     tasks_cpu_seconds,
 )
 from openslob.host.devices import describe_devices, devices_for_path
-from openslob.host.procfs import PROC, _read_optional, _read_text
+from openslob.host.procfs import PROC, PSI_RESOURCES, _read_optional, _read_text
 from openslob.model.rates import ratio
 
 # --------------------------------------------------------------------------------------------
 # Snapshots
+
+PREAD_BYTES = 1 << 16  # a /proc file read in pieces of this size
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,7 @@ def snapshot_from_text(
     server_cpu_seconds: float | None = None,
 ) -> HostSnapshot:
     """A snapshot from file texts read anywhere (locally or through a database)."""
-    wanted = set(device_names)
-    disks = {n: c for n, c in parse_diskstats(diskstats_text).items() if n in wanted}
+    disks = parse_diskstats(diskstats_text, frozenset(device_names))
     pressure = {r: parse_pressure(t) for r, t in pressure_texts.items()} if pressure_texts else None
     return HostSnapshot(
         monotonic=monotonic,
@@ -148,6 +149,63 @@ def take_snapshot(
         client_cpu_seconds=client_cpu_seconds(),
         monitors_cpu_seconds=tasks_cpu_seconds(monitor_tasks) if server_pid is not None else None,
     )
+
+
+class LocalHost:
+    """take_snapshot for a run's time series, which reads the same files every interval:
+    they stay open and are read again from their start (a /proc file's text is made at
+    each read), and only the run's devices are parsed. A snapshot took 144 us offline
+    (open, a text wrapper, close for five files; every device's line), 3-5 times that in a
+    64-session run, each interval; this ~55 us. close() when the run is over."""
+
+    def __init__(self, device_names: Iterable[str]) -> None:
+        self.wanted = frozenset(device_names)
+        self._fds: dict[str, int | None] = {}
+
+    def _text(self, name: str) -> str | None:
+        """The text of /proc/`name`, None when it cannot be read (no PSI, or PSI off)."""
+        fd = self._fds.get(name, -1)
+        try:
+            if fd == -1:
+                fd = self._fds[name] = os.open(PROC / name, os.O_RDONLY | os.O_CLOEXEC)
+            if fd is None:
+                return None
+            chunks, at = [], 0
+            while chunk := os.pread(fd, PREAD_BYTES, at):  # until its end, however long
+                chunks.append(chunk)
+                at += len(chunk)
+        except OSError:  # absent, or EOPNOTSUPP (PSI built in but off): not tried again
+            self._fds[name] = None
+            if fd not in (-1, None):
+                os.close(fd)
+            return None
+        # /proc text may carry arbitrary bytes; never fail decoding it
+        return b"".join(chunks).decode("utf-8", "replace")
+
+    def __call__(self) -> HostSnapshot:
+        wall_time = datetime.now(UTC).isoformat()
+        monotonic = time.monotonic()
+        diskstats, proc_stat = self._text("diskstats"), self._text("stat")
+        if diskstats is None or proc_stat is None:
+            raise OSError("/proc/diskstats or /proc/stat is not readable")
+        pressure = {
+            r: parse_pressure(t) for r in PSI_RESOURCES if (t := self._text(f"pressure/{r}"))
+        }
+        return HostSnapshot(
+            monotonic=monotonic,
+            wall_time=wall_time,
+            disks=parse_diskstats(diskstats, self.wanted),
+            proc_stat=parse_proc_stat(proc_stat),
+            pressure=pressure or None,
+            server_cpu_seconds=None,
+            client_cpu_seconds=client_cpu_seconds(),
+        )
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            if fd is not None:
+                os.close(fd)
+        self._fds.clear()
 
 
 def host_delta(before: HostSnapshot, after: HostSnapshot) -> dict[str, float | None]:

@@ -173,17 +173,21 @@ class Sampler(threading.Thread):
             for monitor in self._monitors:
                 with contextlib.suppress(Exception):
                     monitor.close()
+            for reader in self._readers.values():
+                if isinstance(reader, host_snapshot.LocalHost):
+                    reader.close()
 
     def _host_readers(self) -> dict[str, Callable[[], host_snapshot.HostSnapshot]]:
         """One reader per distinct host (the first instance on it reads it). No server CPU:
-        the time series does not show it, and summing it walks /proc."""
+        the time series does not show it, and summing it walks /proc. A local host's files
+        stay open for the run (host_snapshot.LocalHost)."""
         readers: dict[str, Callable[[], host_snapshot.HostSnapshot]] = {}
         for instance, monitor in zip(self.instances, self._monitors, strict=True):
             if instance.host_key not in readers:
                 readers[instance.host_key] = (
                     partial(host_snapshot.read_snapshot, monitor.read_file, instance.devices)
                     if instance.host_via_database
-                    else partial(host_snapshot.take_snapshot, instance.devices)
+                    else host_snapshot.LocalHost(instance.devices)
                 )
         return readers
 
