@@ -124,8 +124,9 @@ def test_an_interval_snapshot_reads_what_show_global_status_says(conn, monkeypat
     """The interval snapshot's status comes as one GROUP_CONCAT text of
     information_schema (capitals) in the statement that reads the time: the same names,
     spelled as SHOW GLOBAL STATUS spells them (learned once), with the same values for
-    counters that do not move; also where the session reads backslashes literally, and
-    through SHOW itself where it could not hold the text. Statements counted per snapshot."""
+    counters that do not move, and the data files' I/O summaries in the same statement;
+    also where the session reads backslashes literally, and through SHOW itself where it
+    could not hold the text. Statements counted per snapshot."""
     statements: list[str] = []
     execute = pymysql.cursors.Cursor.execute
 
@@ -143,22 +144,42 @@ def test_an_interval_snapshot_reads_what_show_global_status_says(conn, monkeypat
     assert "Innodb_page_size" in expected and "Com_commit" in expected  # not in capitals
     monkeypatch.setattr(stats, "_SPELLING", {})
     monkeypatch.setattr(pymysql.cursors.Cursor, "execute", counted)
-    cases = [  # session setting, statements of a snapshot (SHOW: learns the spelling, or reads)
+
+    def summaries() -> dict[str, dict[str, float]]:
+        with conn.cursor() as cur:
+            return stats._file_summaries(cur)
+
+    cases = [  # session setting, statements of a snapshot (SHOW: learns the spelling, or
+        # reads; the file summaries' own SELECT where the texts could be cut)
         (None, ["SELECT UTC_TIMESTAMP(6),", "SHOW GLOBAL"]),
         (None, ["SELECT UTC_TIMESTAMP(6),"]),
         ("sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')", ["SELECT UTC_TIMESTAMP(6),"]),
-        ("group_concat_max_len = 1024", ["SELECT UTC_TIMESTAMP(6),", "SHOW GLOBAL"]),
+        (
+            "group_concat_max_len = 1024",
+            ["SELECT UTC_TIMESTAMP(6),", "SHOW GLOBAL", "SELECT EVENT_NAME,"],
+        ),
     ]
     for setting, expected_statements in cases:
         if setting:
             with conn.cursor() as cur:
                 execute(cur, f"SET SESSION {setting}")
+        earlier = summaries()
         statements.clear()
-        status = stats.take_snapshot(conn, interval=True)["status"]
-        assert statements == [*expected_statements, "SELECT EVENT_NAME,"], setting
+        snap = stats.take_snapshot(conn, interval=True)
+        assert statements == expected_statements, setting
+        status, files = snap["status"], snap["files"]
         assert set(status) == set(expected), setting
         for name in ("Innodb_page_size", "Innodb_buffer_pool_pages_total", "Com_rollback"):
             assert status[name] == expected[name], (setting, name)
+        # the data files' summary, between two read by their own SELECT (they may move)
+        later = summaries()
+        assert stats.DATA_FILE in files and stats.DATA_FILE in later, setting
+        assert set(files) <= set(later), setting
+        for event, columns in files.items():
+            assert set(columns) == set(stats._FILE_COLUMNS), (setting, event)
+            for column, value in columns.items():
+                low, high = earlier[event][column], later[event][column]
+                assert low <= value <= high, (setting, event, column)
 
 
 def test_one_call_for_two_seconds_with_20_pct_updates(
