@@ -18,8 +18,9 @@ from openslob.model.metrics import METRICS, Metric
 def _metric(key: str) -> Metric:
     """The key's row of the metrics table; a key it lacks (a newer engine's figure in an
     older openslob) adds when it is a rate and is otherwise kept only when parts agree."""
-    if key in METRICS:
-        return METRICS[key]
+    metric = METRICS.get(key)
+    if metric is not None:
+        return metric
     return Metric(key, "", key, combine="sum" if key.endswith("_per_s") else "same")
 
 
@@ -99,13 +100,13 @@ def run_totals(
     """The run's metrics from its instances': database figures add over instances, a host's
     device and CPU figures count once however many instances it serves."""
     groups = by_host(host_keys)
-
-    def host_level(key: str) -> bool:
-        metric = _metric(key)
-        return metric.host and metric.combine != "per_host_sum"
-
-    total = merge([{k: v for k, v in m.items() if not host_level(k)} for m in instance_metrics])
-    hosts = [{k: v for k, v in instance_metrics[g[0]].items() if host_level(k)} for g in groups]
+    host_level = {
+        k: (metric := _metric(k)).host and metric.combine != "per_host_sum"
+        for m in instance_metrics
+        for k in m
+    }
+    total = merge([{k: v for k, v in m.items() if not host_level[k]} for m in instance_metrics])
+    hosts = [{k: v for k, v in instance_metrics[g[0]].items() if host_level[k]} for g in groups]
     total.update(across_hosts(hosts))
     for key in [k for k in total if _metric(k).combine == "per_host_sum"]:
         # the instances' shares of their host add up per host, then average over hosts

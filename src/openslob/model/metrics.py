@@ -447,6 +447,14 @@ class MetricTable(Mapping[str, Metric]):
     def __getitem__(self, key: str) -> Metric:
         return self._by_key[key]
 
+    # the dict's own: Mapping's go through __getitem__ and a KeyError (a time-series row
+    # looks up ~100 keys, every interval)
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_key
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._by_key.get(key, default)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._by_key)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,33 @@ def hdr_of(hist: Histogram) -> HdrHistogram:
     return hdr
 
 
+class HdrEncoder:
+    """One op kind's interval histograms encoded through one HdrHistogram, emptied after
+    each: a new one per interval cost ~100 us (its 29,696 counters allocated), 3-5 times
+    that in a run, and reset() zeroes them one at a time in Python (~0.9 ms); only the
+    slots an interval filled are zeroed. Encodes what hdr_of(hist).encode() would."""
+
+    def __init__(self) -> None:
+        self.hdr = HdrHistogram(HDR_LOWEST_US, HDR_HIGHEST_US, HDR_DIGITS)
+
+    def encode(self, hist: Histogram) -> tuple[int, str]:
+        """(the largest value recorded, in us; the compressed histogram's text)."""
+        if not hist.counts:
+            return 0, _empty_encoded()
+        hdr, (values, slots) = self.hdr, _slots()
+        counts, filled = hdr.counts, [slots[idx] for idx in hist.counts]
+        for slot, count in zip(filled, hist.counts.values(), strict=True):
+            counts[slot] += count
+        hdr.total_count = sum(hist.counts.values())
+        hdr.min_value, hdr.max_value = values[min(hist.counts)], values[max(hist.counts)]
+        try:
+            return hdr.get_max_value(), hdr.encode().decode()
+        finally:
+            for slot in filled:
+                counts[slot] = 0
+            hdr.total_count, hdr.min_value, hdr.max_value = 0, sys.maxsize, 0
+
+
 @functools.cache
 def _slots() -> tuple[list[int], list[int]]:
     """Each loop bucket's midpoint (us) and its index in the counts array of an HdrHistogram
@@ -85,6 +113,7 @@ class HlogWriter:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self._files: dict[str, StreamFile] = {}
+        self._encoders: dict[str, HdrEncoder] = {}
         self._base: float | None = None
 
     @property
@@ -111,6 +140,7 @@ class HlogWriter:
                 '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"\n'
             )
             self._files[kind] = log
+            self._encoders[kind] = HdrEncoder()
 
     def __call__(self, row: dict[str, Any], hists: dict[str, Histogram]) -> None:
         if row["phase"] != Phase.WINDOW:
@@ -120,12 +150,7 @@ class HlogWriter:
             self._open(start, [*OP_KINDS, *(k for k in hists if k not in OP_KINDS)])
         assert self._base is not None
         for kind, log in self._files.items():
-            hist = hists.get(kind)
-            if hist is None or not hist.counts:
-                max_us, encoded = 0, _empty_encoded()
-            else:
-                hdr = hdr_of(hist)
-                max_us, encoded = hdr.get_max_value(), hdr.encode().decode()
+            max_us, encoded = self._encoders[kind].encode(hists.get(kind) or Histogram())
             # a line per interval, handed to the kernel at once: a killed client keeps them
             log.append(
                 f"{start - self._base:.3f},{end - start:.3f},"
