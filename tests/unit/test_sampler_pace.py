@@ -1,8 +1,14 @@
 """How often the sampler saves a checkpoint and samples waits (runner/sampler.py)."""
 
+import time
+
+from openslob.model.states import Phase
+from openslob.results.record import RunRecord
+from openslob.runner.intervals import Interval, Schedule
 from openslob.runner.sampler import (
     CHECKPOINT_CPU_SHARE,
     CHECKPOINT_EVERY_S,
+    Sampler,
     checkpoint_due,
     checkpoint_gap_s,
 )
@@ -34,3 +40,24 @@ def test_no_checkpoint_before_its_gap_nor_once_the_window_has_ended() -> None:
     assert not checkpoint_due(30.0, 10.0, end, end)  # the window is over: run.json follows
     assert not checkpoint_due(30.0, 10.0, end + 3, end)
     assert checkpoint_due(30.0, 10.0, end + 3, None)  # WORK_LOOP: no planned end
+
+
+def test_the_first_checkpoint_comes_a_gap_into_the_window() -> None:
+    """Not at the window's first row: a checkpoint is due its gap after the window began,
+    as each later one is after the last (the sampler's own methods, no thread, no server)."""
+    saved: list[RunRecord] = []
+
+    def checkpoint(record: RunRecord) -> None:
+        saved.append(record)
+
+    checkpoint.every_s = 0.3  # type: ignore[attr-defined]
+    sampler = Sampler([], RunRecord(), checkpoint=checkpoint)
+    start = time.time()
+    sampler._begin(Phase.WINDOW, Schedule(start, start + 60, 0.1), [], {})
+    for index in (1, 2):
+        interval = Interval(Phase.WINDOW, index, start + 0.1 * (index - 1), start + 0.1 * index)
+        sampler._window_progress(interval, [], {}, None)
+    assert saved == []
+    time.sleep(0.35)
+    sampler._window_progress(Interval(Phase.WINDOW, 3, start + 0.2, start + 0.3), [], {}, None)
+    assert len(saved) == 1 and saved[0].status == "interrupted"
