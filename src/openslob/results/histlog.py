@@ -42,17 +42,23 @@ def hdr_of(hist: Histogram) -> HdrHistogram:
     the counts array looked up once per run (record_value's own arithmetic was ~1.5 us a
     bucket: 0.5 ms an interval of the select op at 256 sessions, in the sampler's thread)."""
     hdr = HdrHistogram(HDR_LOWEST_US, HDR_HIGHEST_US, HDR_DIGITS)
+    _fill(hdr, hist)
+    return hdr
+
+
+def _fill(hdr: HdrHistogram, hist: Histogram) -> list[int]:
+    """Our buckets' counts into an empty `hdr` at their midpoints; the slots it filled."""
     if not hist.counts:
-        return hdr
+        return []
     values, slots = _slots()
-    counts = hdr.counts
-    for idx, count in hist.counts.items():
-        counts[slots[idx]] += count
+    counts, filled = hdr.counts, [slots[idx] for idx in hist.counts]
+    for slot, count in zip(filled, hist.counts.values(), strict=True):
+        counts[slot] += count
     hdr.total_count = sum(hist.counts.values())
     # record_value keeps the least and largest value recorded; midpoints rise with idx
     hdr.min_value = min(hdr.min_value, values[min(hist.counts)])
     hdr.max_value = max(hdr.max_value, values[max(hist.counts)])
-    return hdr
+    return filled
 
 
 class HdrEncoder:
@@ -68,17 +74,13 @@ class HdrEncoder:
         """(the largest value recorded, in us; the compressed histogram's text)."""
         if not hist.counts:
             return 0, _empty_encoded()
-        hdr, (values, slots) = self.hdr, _slots()
-        counts, filled = hdr.counts, [slots[idx] for idx in hist.counts]
-        for slot, count in zip(filled, hist.counts.values(), strict=True):
-            counts[slot] += count
-        hdr.total_count = sum(hist.counts.values())
-        hdr.min_value, hdr.max_value = values[min(hist.counts)], values[max(hist.counts)]
+        hdr = self.hdr
+        filled = _fill(hdr, hist)
         try:
             return hdr.get_max_value(), hdr.encode().decode()
         finally:
             for slot in filled:
-                counts[slot] = 0
+                hdr.counts[slot] = 0
             hdr.total_count, hdr.min_value, hdr.max_value = 0, sys.maxsize, 0
 
 

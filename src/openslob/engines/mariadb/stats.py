@@ -85,8 +85,9 @@ INTERVAL_STATUS = (
 # 64-session run, every interval), one GROUP_CONCAT ~80 us. information_schema spells the
 # names in capitals: SHOW's spelling is learned (_SPELLING) and kept. The separator is the
 # record separator character in the literal itself (no escape: NO_BACKSLASH_ESCAPES reads
-# the same; no status value holds it). MySQL 8 has no information_schema.GLOBAL_STATUS:
-# a connection whose statement fails reads SHOW from then on (_SHOW_ONLY).
+# the same; no status value holds it). MySQL 8 has no information_schema.GLOBAL_STATUS (a
+# server built without performance_schema no file summary table): a connection whose
+# statement fails reads SHOW and the summaries apart from then on (_SHOW_ONLY).
 # The file summaries of the files snapshot_delta reads come in the same statement (a
 # second text: each event's columns joined by commas): their own statement cost the
 # client ~75 us and the server ~25 us more every interval.
