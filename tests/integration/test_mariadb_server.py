@@ -21,6 +21,7 @@ from openslob.engines.mariadb.layout import layout_for
 from openslob.engines.mariadb.server import (
     MARIADBD,
     EmbeddedMariaDB,
+    malloc_arenas,
     parse_page_size,
     pio_buffer_pool_mb,
 )
@@ -100,6 +101,31 @@ def test_start_is_idempotent_and_restarts_only_to_change(server_4k: EmbeddedMari
     assert changed.pid != pid and changed.profile == "lio"
     assert int(changed.settings["innodb_buffer_pool_size"]) >= 128 << 20
     assert server_4k.start("pio", max_connections=50).profile == "pio"
+
+
+def _arena_max(pid: int) -> str | None:
+    """The MALLOC_ARENA_MAX the running server process has in its environment."""
+    for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+        name, _, value = entry.decode().partition("=")
+        if name == "MALLOC_ARENA_MAX":
+            return value
+    return None
+
+
+def test_the_server_gets_a_malloc_arena_a_thread(server_4k: EmbeddedMariaDB) -> None:
+    """mariadbd runs with an arena per connection and server thread (its sessions do not
+    queue on 16 shared arenas at an interval's end), follows max_connections, and a server
+    started without the setting (an older openslob) is restarted with it."""
+    pid = server_4k.status().pid
+    assert _arena_max(pid) == str(malloc_arenas(50)) == str(50 + mariadb_server.SERVER_THREADS)
+    bigger = server_4k.start("pio", max_connections=80)
+    assert bigger.pid != pid and _arena_max(bigger.pid) == str(malloc_arenas(80))
+    info = server_4k._instance()
+    del info["malloc_arena_max"]  # as an older openslob saved it
+    server_4k._save_instance(info)
+    again = server_4k.start("pio", max_connections=80)
+    assert again.pid != bigger.pid and _arena_max(again.pid) == str(malloc_arenas(80))
+    assert server_4k.start("pio", max_connections=50).pid != again.pid
 
 
 def test_tcp_password_is_generated_private_and_never_shown(server_4k: EmbeddedMariaDB) -> None:
