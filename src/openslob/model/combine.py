@@ -18,7 +18,7 @@ from openslob.model.metrics import METRICS, Metric
 def _metric(key: str) -> Metric:
     """The key's row of the metrics table; a key it lacks (a newer engine's figure in an
     older openslob) adds when it is a rate and is otherwise kept only when parts agree."""
-    metric = METRICS.get(key)
+    metric: Metric | None = METRICS.get(key)
     if metric is not None:
         return metric
     return Metric(key, "", key, combine="sum" if key.endswith("_per_s") else "same")

@@ -97,9 +97,9 @@ def pio_buffer_pool_mb(page_size: str, max_connections: int) -> int:
 # (MariaDB lio 256, 1 s intervals) found 27 sessions waiting in realloc for the user
 # variable that keeps the intervals; with an arena a thread, 0 of 10 runs stalled (time
 # outside the loop 0.005-0.025 %, longest gap 0.3-320 ms) against 2 of 8 before (1.3 and
-# 3.9 %, gaps up to 1.9 s; a bench series: 1 of 3, 5.3 %). An arena is made only when a thread needs one (its memory is what
-# that thread allocates), so the cap is one per connection and as many for the server's
-# own threads.
+# 3.9 %, gaps up to 1.9 s; a bench series: 1 of 3, 5.3 %). An arena is made only when a
+# thread needs one (its memory is what that thread allocates), so the cap is one per
+# connection and as many for the server's own threads.
 SERVER_THREADS = 64  # InnoDB's I/O, purge and page cleaner threads, the timer, signals
 
 
