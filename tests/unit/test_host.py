@@ -402,6 +402,22 @@ def test_a_runs_host_reader_without_a_file() -> None:
     reader.close()
 
 
+def test_a_runs_host_reader_tries_again_after_a_passing_error() -> None:
+    """An error that does not mean "no such file" (here EBADF, a descriptor gone) fails
+    that read only: the file is opened again at the next one."""
+    reader = host_snapshot.LocalHost([])
+    first = reader()
+    spare = os.open("/dev/null", os.O_RDONLY)
+    os.close(spare)  # a descriptor number no longer open
+    reader._fds["stat"] = spare
+    with pytest.raises(OSError, match="/proc/stat"):
+        reader()
+    assert reader._fds["stat"] == -1
+    again = reader()
+    assert again.proc_stat.ctxt >= first.proc_stat.ctxt and isinstance(reader._fds["stat"], int)
+    reader.close()
+
+
 BUSY_CHILD = """
 import sys, time
 print("ready", flush=True)

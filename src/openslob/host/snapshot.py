@@ -3,6 +3,8 @@ figures between two such moments, and the host's description for run.json."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import platform
 import resource
@@ -37,6 +39,8 @@ from openslob.model.rates import ratio
 # Snapshots
 
 PREAD_BYTES = 1 << 16  # a /proc file read in pieces of this size
+# a /proc file that is not there or not supported (PSI off: EOPNOTSUPP at open or read)
+_NOT_THERE = frozenset({errno.ENOENT, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL})
 
 
 @dataclass(frozen=True)
@@ -174,10 +178,13 @@ class LocalHost:
             while chunk := os.pread(fd, PREAD_BYTES, at):  # until its end, however long
                 chunks.append(chunk)
                 at += len(chunk)
-        except OSError:  # absent, or EOPNOTSUPP (PSI built in but off): not tried again
-            self._fds[name] = None
+        except OSError as exc:
             if fd not in (-1, None):
-                os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            # absent, or PSI built in but off: not tried again; anything else (no free
+            # descriptor, no memory) is tried again at the next read
+            self._fds[name] = None if exc.errno in _NOT_THERE else -1
             return None
         # /proc text may carry arbitrary bytes; never fail decoding it
         return b"".join(chunks).decode("utf-8", "replace")
@@ -203,8 +210,9 @@ class LocalHost:
 
     def close(self) -> None:
         for fd in self._fds.values():
-            if fd is not None:
-                os.close(fd)
+            if fd not in (-1, None):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         self._fds.clear()
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, overload
 
 # Default engine terms, for run.json files written before engines declared their own.
 DEFAULT_TERMS = {
@@ -431,6 +431,9 @@ CORE: tuple[Metric, ...] = (
 )
 
 
+_T = TypeVar("_T")
+
+
 class MetricTable(Mapping[str, Metric]):
     """The core metrics plus what engines contribute (their own counters, e.g. InnoDB's)."""
 
@@ -451,6 +454,12 @@ class MetricTable(Mapping[str, Metric]):
     # looks up ~100 keys, every interval)
     def __contains__(self, key: object) -> bool:
         return key in self._by_key
+
+    @overload
+    def get(self, key: str) -> Metric | None: ...
+
+    @overload
+    def get(self, key: str, default: Metric | _T) -> Metric | _T: ...
 
     def get(self, key: str, default: Any = None) -> Any:
         return self._by_key.get(key, default)

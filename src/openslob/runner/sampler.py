@@ -175,7 +175,8 @@ class Sampler(threading.Thread):
                     monitor.close()
             for reader in self._readers.values():
                 if isinstance(reader, host_snapshot.LocalHost):
-                    reader.close()
+                    with contextlib.suppress(Exception):
+                        reader.close()
 
     def _host_readers(self) -> dict[str, Callable[[], host_snapshot.HostSnapshot]]:
         """One reader per distinct host (the first instance on it reads it). No server CPU:

@@ -340,7 +340,9 @@ class EmbeddedMariaDB(ServerBase):
         self._write_cnf(wanted, socket_path)
         self._save_instance(info)
         self._install_db()
-        self._launch(wanted["malloc_arena_max"])
+        # (from max_connections, which a restart follows: a server an older openslob
+        # started runs without the arenas until it is restarted, never restarted for them)
+        self._launch(malloc_arenas(wanted["max_connections"]))
         self._after_start(wanted["tcp"])
         return self.status()
 
@@ -353,9 +355,7 @@ class EmbeddedMariaDB(ServerBase):
         max_connections: int | None,
     ) -> dict[str, Any]:
         wanted = self._wanted(info, profile, tcp, port, max_connections)
-        # (a server an older openslob started without the arenas is restarted with them)
-        arenas = malloc_arenas(wanted["max_connections"])
-        return {**wanted, "page_size": self.page_size, "malloc_arena_max": arenas}
+        return {**wanted, "page_size": self.page_size}
 
     def _write_cnf(self, wanted: dict[str, Any], socket_path: Path) -> None:
         text = render_my_cnf(

@@ -85,20 +85,22 @@ INTERVAL_STATUS = (
 # 64-session run, every interval), one GROUP_CONCAT ~80 us. information_schema spells the
 # names in capitals: SHOW's spelling is learned (_SPELLING) and kept. The separator is the
 # record separator character in the literal itself (no escape: NO_BACKSLASH_ESCAPES reads
-# the same; no status value holds it). MySQL 8 has no information_schema.GLOBAL_STATUS (a
-# server built without performance_schema no file summary table): a connection whose
-# statement fails reads SHOW and the summaries apart from then on (_SHOW_ONLY).
+# the same; no status value holds it). MySQL 8 has no information_schema.GLOBAL_STATUS:
+# a connection whose statement fails reads SHOW and the summaries apart from then on
+# (_SHOW_ONLY).
 # The file summaries of the files snapshot_delta reads come in the same statement (a
-# second text: each event's columns joined by commas): their own statement cost the
-# client ~75 us and the server ~25 us more every interval.
+# second text: each event's columns joined by commas; CONCAT, so that a NULL leaves its
+# event out rather than shifting the columns): their own statement cost the client ~75 us
+# and the server ~25 us more every interval.
 _SEPARATOR = "\x1e"
+_COMMA_JOINED = ", ',', ".join(_FILE_COLUMNS)  # CONCAT's arguments: the columns, commas between
 _INTERVAL_SQL = (
     "SELECT UTC_TIMESTAMP(6), @@performance_schema, VERSION(), @@group_concat_max_len,"
     f" (SELECT GROUP_CONCAT(VARIABLE_NAME, '=', VARIABLE_VALUE SEPARATOR '{_SEPARATOR}')"
     " FROM information_schema.GLOBAL_STATUS"
     + INTERVAL_STATUS.replace("Variable_name", "VARIABLE_NAME")
     + "),"
-    f" (SELECT GROUP_CONCAT(EVENT_NAME, '=', CONCAT_WS(',', {', '.join(_FILE_COLUMNS)})"
+    f" (SELECT GROUP_CONCAT(EVENT_NAME, '=', {_COMMA_JOINED}"
     f" SEPARATOR '{_SEPARATOR}') FROM performance_schema.file_summary_by_event_name"
     f" WHERE EVENT_NAME IN ('{DATA_FILE}', '{LOG_FILE}'))"
 )
@@ -127,11 +129,20 @@ def _interval_status(cur: Any) -> tuple[Any, Any, Any, dict[str, Any], Files | N
         _SPELLING.update((name.upper(), name) for name in _shown(cur, INTERVAL_STATUS))
     # (a name SHOW did not know a moment later keeps its capitals, this time only)
     status = {_SPELLING.get(k) or k: v for k, v in raw.items()}
-    summaries = {
-        event: dict(zip(_FILE_COLUMNS, map(float, values.split(",")), strict=True))
-        for event, values in _pairs(files).items()
-    }
+    try:
+        summaries = summaries_of(files)
+    except ValueError:  # not the columns asked for: read them apart (no guess)
+        summaries = None
     return taken_at, ps_on, version, status, summaries
+
+
+def summaries_of(text: str | bytes | None) -> Files:
+    """The file summaries of an interval statement's text ({} for none): per event, its
+    _FILE_COLUMNS; ValueError when an item does not hold them all as numbers."""
+    return {
+        event: dict(zip(_FILE_COLUMNS, map(float, values.split(",")), strict=True))
+        for event, values in _pairs(text).items()
+    }
 
 
 def _pairs(text: str | bytes | None) -> dict[str, str]:
@@ -171,7 +182,7 @@ def _shown(cur: Any, where: str = "") -> dict[str, Any]:
 def take_snapshot(conn: pymysql.connections.Connection, *, interval: bool = False) -> Snapshot:
     """Every cumulative counter a report needs (global status and file I/O summaries);
     an `interval` snapshot: the status variables of INTERVAL_STATUS and the summaries of
-    the files snapshot_delta reads only."""
+    the files snapshot_delta reads (all InnoDB's where its statement could not hold them)."""
     with conn.cursor() as cur:
         summaries = None
         if interval:
