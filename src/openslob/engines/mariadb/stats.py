@@ -89,11 +89,11 @@ INTERVAL_STATUS = (
 # a connection whose statement fails reads SHOW and the summaries apart from then on
 # (_SHOW_ONLY).
 # The file summaries of the files snapshot_delta reads come in the same statement (a
-# second text: each event's columns joined by commas; CONCAT, so that a NULL leaves its
-# event out rather than shifting the columns): their own statement cost the client ~75 us
-# and the server ~25 us more every interval.
+# second text: each event's columns joined by commas, as GROUP_CONCAT's own arguments, so
+# that a NULL leaves its event out rather than shifting the columns): their own statement
+# cost the client ~75 us and the server ~25 us more every interval.
 _SEPARATOR = "\x1e"
-_COMMA_JOINED = ", ',', ".join(_FILE_COLUMNS)  # CONCAT's arguments: the columns, commas between
+_COMMA_JOINED = ", ',', ".join(_FILE_COLUMNS)  # the columns, a comma between each two
 _INTERVAL_SQL = (
     "SELECT UTC_TIMESTAMP(6), @@performance_schema, VERSION(), @@group_concat_max_len,"
     f" (SELECT GROUP_CONCAT(VARIABLE_NAME, '=', VARIABLE_VALUE SEPARATOR '{_SEPARATOR}')"
